@@ -1,0 +1,30 @@
+#pragma once
+/// Subcommands of the clustertwin CLI. Each `add_*` registers its options on the app and returns
+/// the function to run when that subcommand was chosen.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "twin/scenario.hpp"
+
+namespace twin::cli {
+
+using Action = std::function<int()>;
+
+/// The options every scenario-driven subcommand takes: [SCENARIO] [--set k=v]... [--json].
+struct ScenarioOptions {
+  std::string path;
+  std::vector<std::string> overrides;
+  bool json = false;
+
+  void add_to(CLI::App& cmd, bool with_json = true);
+  [[nodiscard]] sim::Scenario load() const { return sim::load_scenario(path, overrides); }
+};
+
+Action add_bom(CLI::App& app);
+Action add_run(CLI::App& app);
+Action add_topology(CLI::App& app);
+
+}  // namespace twin::cli

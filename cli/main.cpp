@@ -1,0 +1,54 @@
+/// clustertwin: a digital twin of a large GPU training cluster.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+namespace twin::cli {
+
+void ScenarioOptions::add_to(CLI::App& cmd, bool with_json) {
+  cmd.add_option("scenario", path, "Scenario YAML file (default: the embedded 4,096-GPU cluster)")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--set", overrides, "Override a scenario field: dotted.path=value (repeatable)");
+  if (with_json) cmd.add_flag("--json", json, "Print JSON instead of a table");
+}
+
+}  // namespace twin::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"clustertwin: a digital twin of a large GPU training cluster"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "clustertwin 0.1.0");
+
+  std::map<CLI::App*, twin::cli::Action> actions;
+  auto add = [&](twin::cli::Action (*fn)(CLI::App&)) {
+    const std::size_t before = app.get_subcommands({}).size();
+    twin::cli::Action action = fn(app);
+    actions[app.get_subcommands({})[before]] = std::move(action);
+  };
+  add(twin::cli::add_run);
+  add(twin::cli::add_bom);
+  add(twin::cli::add_topology);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [cmd, action] : actions)
+      if (cmd->parsed()) return action();
+  } catch (const twin::core::Error& e) {
+    fmt::print(stderr, "clustertwin: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "clustertwin: internal error: {}\n", e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,147 @@
+#include "twin/scenario.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "twin/yaml_reader.hpp"
+
+namespace twin::sim {
+namespace {
+
+using detail::MapReader;
+
+void read_cluster(MapReader r, topology::ClusterSpec& c) {
+  r.get("nodes", c.nodes);
+  r.get("gpus_per_node", c.gpus_per_node);
+  r.get("gpu", c.gpu);
+  r.get("nics_per_node", c.nics_per_node);
+  r.get("nic_gbps", c.nic_gbps);
+  r.get("nvlink_GBps", c.nvlink_GBps);
+  r.get("nvlink_latency_ns", c.nvlink_latency_ns);
+  r.get("pcie_GBps", c.pcie_GBps);
+  r.get("pcie_latency_ns", c.pcie_latency_ns);
+  r.finish();
+}
+
+void read_fabric(MapReader r, topology::FabricSpec& f) {
+  r.get("kind", f.kind);
+  r.get("tiers", f.tiers);
+  r.get("switch_radix", f.switch_radix);
+  r.get("switch_port_gbps", f.switch_port_gbps);
+  r.get("switch_ports_per_cage", f.switch_ports_per_cage);
+  r.get("rail_optimized", f.rail_optimized);
+  r.get("oversubscription", f.oversubscription);
+  r.get("spine_oversubscription", f.spine_oversubscription);
+  r.get("reserved_ports_per_leaf", f.reserved_ports_per_leaf);
+  r.get("management_nodes", f.management_nodes);
+  r.get("management_ports_per_node", f.management_ports_per_node);
+  r.get("leaf_spine_gbps", f.leaf_spine_gbps);
+  r.get("spine_core_gbps", f.spine_core_gbps);
+  r.get("cable_latency_ns", f.cable_latency_ns);
+  r.get("switch_latency_ns", f.switch_latency_ns);
+  std::string routing(topology::to_string(f.routing));
+  r.get("routing", routing);
+  try {
+    f.routing = topology::parse_routing_mode(routing, r.field("routing"));
+  } catch (const core::Error& e) {
+    throw r.error("routing", routing, e.reason());
+  }
+  r.get("routing_seed", f.routing_seed);
+  r.finish();
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
+                        const std::vector<std::string>& overrides) {
+  detail::Origin origin{source, {}};
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw core::Error("", "",
+                      fmt::format("line {}, column {}: malformed YAML: {}", e.mark.line + 1,
+                                  e.mark.column + 1, e.msg),
+                      source);
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap())
+    throw core::Error("", "", "a scenario is a YAML mapping (schema_version, cluster, fabric, ...)",
+                      source);
+  detail::apply_overrides(root, overrides, origin);
+
+  Scenario s;
+  s.source = source;
+  MapReader top(root, "", origin);
+  s.schema_version = 0;
+  top.get("schema_version", s.schema_version);
+  if (s.schema_version == 0)
+    throw top.error("schema_version", "",
+                    fmt::format("required; this build reads {}", kSchemaVersion));
+  if (s.schema_version != kSchemaVersion)
+    throw top.error("schema_version", std::to_string(s.schema_version),
+                    fmt::format("unsupported; this build reads {}", kSchemaVersion));
+  top.get("name", s.name);
+  top.get("description", s.description);
+  read_cluster(top.section("cluster"), s.cluster);
+  read_fabric(top.section("fabric"), s.fabric);
+  top.finish();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.empty()) return parse_scenario(default_scenario_yaml(), "<default>", overrides);
+  std::ifstream in(path);
+  if (!in) throw core::Error("", "", "cannot open scenario file", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_scenario(text.str(), path, overrides);
+}
+
+std::string to_yaml(const Scenario& s) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "schema_version" << YAML::Value << s.schema_version;
+  out << YAML::Key << "name" << YAML::Value << s.name;
+  out << YAML::Key << "description" << YAML::Value << s.description;
+  const auto& c = s.cluster;
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "nodes" << YAML::Value << c.nodes;
+  out << YAML::Key << "gpus_per_node" << YAML::Value << c.gpus_per_node;
+  out << YAML::Key << "gpu" << YAML::Value << c.gpu;
+  out << YAML::Key << "nics_per_node" << YAML::Value << c.nics_per_node;
+  out << YAML::Key << "nic_gbps" << YAML::Value << c.nic_gbps;
+  out << YAML::Key << "nvlink_GBps" << YAML::Value << c.nvlink_GBps;
+  out << YAML::Key << "nvlink_latency_ns" << YAML::Value << c.nvlink_latency_ns;
+  out << YAML::Key << "pcie_GBps" << YAML::Value << c.pcie_GBps;
+  out << YAML::Key << "pcie_latency_ns" << YAML::Value << c.pcie_latency_ns;
+  out << YAML::EndMap;
+  const auto& f = s.fabric;
+  out << YAML::Key << "fabric" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "kind" << YAML::Value << f.kind;
+  out << YAML::Key << "tiers" << YAML::Value << f.tiers;
+  out << YAML::Key << "switch_radix" << YAML::Value << f.switch_radix;
+  out << YAML::Key << "switch_port_gbps" << YAML::Value << f.switch_port_gbps;
+  out << YAML::Key << "switch_ports_per_cage" << YAML::Value << f.switch_ports_per_cage;
+  out << YAML::Key << "rail_optimized" << YAML::Value << f.rail_optimized;
+  out << YAML::Key << "oversubscription" << YAML::Value << f.oversubscription;
+  out << YAML::Key << "spine_oversubscription" << YAML::Value << f.spine_oversubscription;
+  out << YAML::Key << "reserved_ports_per_leaf" << YAML::Value << f.reserved_ports_per_leaf;
+  out << YAML::Key << "management_nodes" << YAML::Value << f.management_nodes;
+  out << YAML::Key << "management_ports_per_node" << YAML::Value << f.management_ports_per_node;
+  out << YAML::Key << "leaf_spine_gbps" << YAML::Value << f.leaf_spine_gbps;
+  out << YAML::Key << "spine_core_gbps" << YAML::Value << f.spine_core_gbps;
+  out << YAML::Key << "cable_latency_ns" << YAML::Value << f.cable_latency_ns;
+  out << YAML::Key << "switch_latency_ns" << YAML::Value << f.switch_latency_ns;
+  out << YAML::Key << "routing" << YAML::Value << std::string(topology::to_string(f.routing));
+  out << YAML::Key << "routing_seed" << YAML::Value << f.routing_seed;
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace twin::sim

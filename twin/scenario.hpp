@@ -1,0 +1,46 @@
+#pragma once
+/// Scenarios: the YAML files that describe a cluster, its fabric and (in later sections) the job
+/// run on it.
+///
+/// Rules, so that scripts can rely on them:
+/// - `schema_version: 1` is required.
+/// - Units are part of key names (`nic_gbps`, `nvlink_GBps`, `cable_latency_ns`).
+/// - Unknown keys are errors, with a "did you mean" suggestion.
+/// - Every field has a documented default (the reference 4,096-GPU system); a file states only
+///   what differs.
+/// - `--set dotted.path=value` overrides any field after the file is read; the value is parsed
+///   as YAML (so `--set fabric.rail_optimized=false` is a boolean).
+/// Errors name the file (or "--set"), the field and the reason.
+
+#include <string>
+#include <vector>
+
+#include "topology/spec.hpp"
+
+namespace twin::sim {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct Scenario {
+  int schema_version = kSchemaVersion;
+  std::string name = "unnamed";
+  std::string description;
+  topology::ClusterSpec cluster;
+  topology::FabricSpec fabric;
+  /// Where it came from: a file path, or "<default>" for the embedded scenario.
+  std::string source;
+};
+
+/// The embedded default scenario (scenarios/default.yaml at build time).
+const std::string& default_scenario_yaml();
+
+/// Parses scenario text; `source` names it in errors. Throws core::Error.
+Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
+                        const std::vector<std::string>& overrides = {});
+/// Reads a scenario file, or the embedded default when `path` is empty.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// The scenario as YAML, every field written out (what a run actually used).
+std::string to_yaml(const Scenario& scenario);
+
+}  // namespace twin::sim
