@@ -26,24 +26,80 @@ void Router::unreachable(int src_nic, int dst_nic, const char* why) const {
                     std::string("unreachable: ") + why);
 }
 
-std::vector<int> Router::usable_core_ports(int s_src, int s_dst) const {
-  std::vector<int> ports;
-  const int u2 = fabric_->geometry().spine_up;
-  for (int q = 0; q < u2; ++q) {
-    if (usable(fabric_->cable(fabric_->spine_up_cable(s_src, q)).up) &&
-        usable(fabric_->cable(fabric_->spine_up_cable(s_dst, q)).down))
-      ports.push_back(q);
-  }
-  return ports;
+bool Router::leaf_port_usable(int ls, int ld, int p) const {
+  const Fabric& f = *fabric_;
+  return usable(f.cable(f.leaf_up_cable(ls, p)).up) && usable(f.cable(f.leaf_up_cable(ld, p)).down);
 }
 
-int Router::pick(int preferred, int count, const std::vector<int>& usable_ports) const {
-  // The first usable port at or after the preferred one, cyclically: a deterministic reroute.
-  for (int i = 0; i < count; ++i) {
-    const int p = (preferred + i) % count;
-    if (std::binary_search(usable_ports.begin(), usable_ports.end(), p)) return p;
+bool Router::core_port_usable(int s_src, int s_dst, int q) const {
+  const Fabric& f = *fabric_;
+  return usable(f.cable(f.spine_up_cable(s_src, q)).up) &&
+         usable(f.cable(f.spine_up_cable(s_dst, q)).down);
+}
+
+void Router::append_deterministic(Route& route, int ls, int ld, bool same_pod, int src_nic,
+                                  int dst_nic, std::uint64_t flow_label) const {
+  const Fabric& f = *fabric_;
+  const FatTreeGeometry& g = f.geometry();
+  const int d = f.endpoint_index(dst_nic);
+  const auto hashed = [&](std::uint64_t salt, int count) {
+    return static_cast<int>(core::hash_combine(seed_, static_cast<std::uint64_t>(src_nic),
+                                               static_cast<std::uint64_t>(dst_nic),
+                                               flow_label * 2 + salt) %
+                            static_cast<std::uint64_t>(count));
+  };
+  const bool dmodk = mode_ == RoutingMode::dmodk;
+  const int p0 = dmodk ? d % g.leaf_up : hashed(0, g.leaf_up);
+  const int q0 = same_pod ? 0 : (dmodk ? (d / g.leaf_up) % g.spine_up : hashed(1, g.spine_up));
+  // The preferred ports, or on failure the next usable ones in cyclic order.
+  for (int i = 0; i < g.leaf_up; ++i) {
+    const int p = (p0 + i) % g.leaf_up;
+    if (!leaf_port_usable(ls, ld, p)) continue;
+    const int s_src = g.spine_of_leaf_port(ls, p), s_dst = g.spine_of_leaf_port(ld, p);
+    int q = -1;
+    for (int j = 0; !same_pod && j < g.spine_up; ++j) {
+      if (core_port_usable(s_src, s_dst, (q0 + j) % g.spine_up)) {
+        q = (q0 + j) % g.spine_up;
+        break;
+      }
+    }
+    if (!same_pod && q < 0) continue;
+    append(route, f.cable(f.leaf_up_cable(ls, p)).up, 1.0);
+    if (!same_pod) {
+      append(route, f.cable(f.spine_up_cable(s_src, q)).up, 1.0);
+      append(route, f.cable(f.spine_up_cable(s_dst, q)).down, 1.0);
+    }
+    append(route, f.cable(f.leaf_up_cable(ld, p)).down, 1.0);
+    return;
   }
-  return -1;
+  unreachable(src_nic, dst_nic, "every up-path is failed");
+}
+
+void Router::append_adaptive(Route& route, int ls, int ld, bool same_pod, int src_nic,
+                             int dst_nic) const {
+  const Fabric& f = *fabric_;
+  const FatTreeGeometry& g = f.geometry();
+  // Usable leaf ports, each with its usable spine ports (cross-pod only).
+  std::vector<std::pair<int, std::vector<int>>> paths;
+  for (int p = 0; p < g.leaf_up; ++p) {
+    if (!leaf_port_usable(ls, ld, p)) continue;
+    std::vector<int> qs;
+    const int s_src = g.spine_of_leaf_port(ls, p), s_dst = g.spine_of_leaf_port(ld, p);
+    for (int q = 0; !same_pod && q < g.spine_up; ++q)
+      if (core_port_usable(s_src, s_dst, q)) qs.push_back(q);
+    if (!same_pod && qs.empty()) continue;
+    paths.emplace_back(p, std::move(qs));
+  }
+  if (paths.empty()) unreachable(src_nic, dst_nic, "every up-path is failed");
+  const double share = 1.0 / static_cast<double>(paths.size());
+  for (const auto& [p, qs] : paths) append(route, f.cable(f.leaf_up_cable(ls, p)).up, share);
+  for (const auto& [p, qs] : paths) {
+    const int s_src = g.spine_of_leaf_port(ls, p), s_dst = g.spine_of_leaf_port(ld, p);
+    const double q_share = share / static_cast<double>(qs.size());
+    for (int q : qs) append(route, f.cable(f.spine_up_cable(s_src, q)).up, q_share);
+    for (int q : qs) append(route, f.cable(f.spine_up_cable(s_dst, q)).down, q_share);
+  }
+  for (const auto& [p, qs] : paths) append(route, f.cable(f.leaf_up_cable(ld, p)).down, share);
 }
 
 Route Router::nic_route(int src_nic, int dst_nic, std::uint64_t flow_label) const {
@@ -60,7 +116,6 @@ Route Router::nic_route(int src_nic, int dst_nic, std::uint64_t flow_label) cons
   if (!usable(src_cable.up)) unreachable(src_nic, dst_nic, "the source NIC's link is down");
   if (!usable(dst_cable.down)) unreachable(src_nic, dst_nic, "the destination NIC's link is down");
   const int ls = f.leaf_of_nic(src_nic), ld = f.leaf_of_nic(dst_nic);
-  const int d = f.endpoint_index(dst_nic);
 
   append(route, src_cable.up, 1.0);
   if (ls == ld) {
@@ -68,63 +123,12 @@ Route Router::nic_route(int src_nic, int dst_nic, std::uint64_t flow_label) cons
     route.fabric_hops = 2;
   } else {
     const bool same_pod = g.tiers == 2 || g.pod_of_leaf(ls) == g.pod_of_leaf(ld);
-    // For each usable leaf up-port p, the usable spine up-ports (cross-pod only).
-    std::vector<int> ports;
-    std::vector<std::vector<int>> core_ports(static_cast<std::size_t>(g.leaf_up));
-    for (int p = 0; p < g.leaf_up; ++p) {
-      const Cable& up = f.cable(f.leaf_up_cable(ls, p));
-      const Cable& down = f.cable(f.leaf_up_cable(ld, p));
-      if (!usable(up.up) || !usable(down.down)) continue;
-      if (!same_pod) {
-        core_ports[p] = usable_core_ports(g.spine_of_leaf_port(ls, p), g.spine_of_leaf_port(ld, p));
-        if (core_ports[p].empty()) continue;
-      }
-      ports.push_back(p);
-    }
-    if (ports.empty()) unreachable(src_nic, dst_nic, "every up-path is failed");
-
-    // Chosen ports with the fraction of the flow each one carries.
-    std::vector<std::pair<int, double>> leaf_choice;
-    if (mode_ == RoutingMode::adaptive) {
-      for (int p : ports) leaf_choice.emplace_back(p, 1.0 / static_cast<double>(ports.size()));
-    } else {
-      const int preferred =
-          mode_ == RoutingMode::dmodk
-              ? d % g.leaf_up
-              : static_cast<int>(core::hash_combine(seed_, static_cast<std::uint64_t>(src_nic),
-                                                    static_cast<std::uint64_t>(dst_nic),
-                                                    flow_label * 2) %
-                                 static_cast<std::uint64_t>(g.leaf_up));
-      leaf_choice.emplace_back(pick(preferred, g.leaf_up, ports), 1.0);
-    }
-
-    for (auto [p, share] : leaf_choice) append(route, f.cable(f.leaf_up_cable(ls, p)).up, share);
-    if (!same_pod) {
-      for (auto [p, share] : leaf_choice) {
-        const int s_src = g.spine_of_leaf_port(ls, p), s_dst = g.spine_of_leaf_port(ld, p);
-        const std::vector<int>& qs = core_ports[p];
-        std::vector<std::pair<int, double>> core_choice;
-        if (mode_ == RoutingMode::adaptive) {
-          for (int q : qs) core_choice.emplace_back(q, share / static_cast<double>(qs.size()));
-        } else {
-          const int preferred =
-              mode_ == RoutingMode::dmodk
-                  ? (d / g.leaf_up) % g.spine_up
-                  : static_cast<int>(core::hash_combine(seed_, static_cast<std::uint64_t>(src_nic),
-                                                        static_cast<std::uint64_t>(dst_nic),
-                                                        flow_label * 2 + 1) %
-                                     static_cast<std::uint64_t>(g.spine_up));
-          core_choice.emplace_back(pick(preferred, g.spine_up, qs), share);
-        }
-        for (auto [q, q_share] : core_choice)
-          append(route, f.cable(f.spine_up_cable(s_src, q)).up, q_share);
-        for (auto [q, q_share] : core_choice)
-          append(route, f.cable(f.spine_up_cable(s_dst, q)).down, q_share);
-      }
-    }
-    for (auto [p, share] : leaf_choice) append(route, f.cable(f.leaf_up_cable(ld, p)).down, share);
-    append(route, dst_cable.down, 1.0);
     route.fabric_hops = same_pod ? 4 : 6;
+    if (mode_ == RoutingMode::adaptive)
+      append_adaptive(route, ls, ld, same_pod, src_nic, dst_nic);
+    else
+      append_deterministic(route, ls, ld, same_pod, src_nic, dst_nic, flow_label);
+    append(route, dst_cable.down, 1.0);
   }
 
   // Latency along the first path: every path has the same number and kinds of hops.

@@ -60,9 +60,11 @@ class Router {
  private:
   bool usable(LinkId link) const { return state_ == nullptr || state_->usable(link); }
   void append(Route& route, LinkId link, double fraction) const;
-  /// Usable up-ports q at spine level from spine `s_src` toward spine `s_dst` (same plane).
-  std::vector<int> usable_core_ports(int s_src, int s_dst) const;
-  int pick(int preferred, int count, const std::vector<int>& usable_ports) const;
+  bool leaf_port_usable(int ls, int ld, int p) const;
+  bool core_port_usable(int s_src, int s_dst, int q) const;
+  void append_deterministic(Route& route, int ls, int ld, bool same_pod, int src_nic, int dst_nic,
+                            std::uint64_t flow_label) const;
+  void append_adaptive(Route& route, int ls, int ld, bool same_pod, int src_nic, int dst_nic) const;
   [[noreturn]] void unreachable(int src_nic, int dst_nic, const char* why) const;
 
   const Fabric* fabric_;
