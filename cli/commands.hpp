@@ -26,5 +26,6 @@ struct ScenarioOptions {
 Action add_bom(CLI::App& app);
 Action add_run(CLI::App& app);
 Action add_topology(CLI::App& app);
+Action add_calibrate(CLI::App& app);
 
 }  // namespace twin::cli

@@ -21,6 +21,16 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  // A unique candidate that extends what was typed ("h100" -> "h100-sxm") is the likely intent.
+  std::string prefixed;
+  int prefix_hits = 0;
+  for (const auto& c : candidates) {
+    if (word.size() >= 3 && c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+      prefixed = c;
+      ++prefix_hits;
+    }
+  }
+  if (prefix_hits == 1) return prefixed;
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {

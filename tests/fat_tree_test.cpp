@@ -77,7 +77,7 @@ struct SuperPodRow {
 };
 
 std::vector<SuperPodRow> read_superpod_table() {
-  std::ifstream in(std::string(CLUSTERTWIN_TEST_DATA) + "/superpod-h100-2tier.csv");
+  std::ifstream in(std::string(CLUSTERTWIN_TEST_DATA) + "/topology/superpod-h100-2tier.csv");
   EXPECT_TRUE(in.good());
   std::vector<SuperPodRow> rows;
   std::string line;

@@ -1,0 +1,231 @@
+#include "calibrate/nccl_tests.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/text.hpp"
+
+namespace twin::calibrate {
+namespace {
+
+std::vector<std::string> split_ws(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string t; in >> t;) out.push_back(t);
+  return out;
+}
+
+const std::vector<std::string>& known_ops() {
+  static const std::vector<std::string> ops = {"all_reduce", "all_gather", "reduce_scatter",
+                                               "alltoall",   "sendrecv",   "broadcast",
+                                               "reduce",     "gather",     "scatter",
+                                               "hypercube"};
+  return ops;
+}
+
+struct Columns {
+  int size = -1, count = -1, type = -1, redop = -1, root = -1;
+  int time = -1, algbw = -1, busbw = -1, check = -1;  ///< out-of-place
+  int in_time = -1, in_algbw = -1, in_busbw = -1;     ///< in-place
+  int total = 0;
+};
+
+/// Maps a header like "size count type redop root time algbw busbw #wrong time ..." to columns.
+Columns parse_header(const std::vector<std::string>& names) {
+  Columns c;
+  c.total = static_cast<int>(names.size());
+  int timing_block = 0;
+  for (int i = 0; i < c.total; ++i) {
+    const std::string& n = names[i];
+    if (n == "size") c.size = i;
+    else if (n == "count") c.count = i;
+    else if (n == "type") c.type = i;
+    else if (n == "redop") c.redop = i;
+    else if (n == "root") c.root = i;
+    else if (n == "time") (timing_block++ == 0 ? c.time : c.in_time) = i;
+    else if (n == "algbw") (c.algbw < 0 ? c.algbw : c.in_algbw) = i;
+    else if (n == "busbw") (c.busbw < 0 ? c.busbw : c.in_busbw) = i;
+    else if ((n == "#wrong" || n == "error") && c.check < 0) c.check = i;
+  }
+  return c;
+}
+
+double number(const std::string& token, const std::string& what, const std::string& source,
+              int line) {
+  char* end = nullptr;
+  const double v = std::strtod(token.c_str(), &end);
+  if (end == token.c_str() || *end != '\0')
+    throw core::Error(fmt::format("line {}", line), token,
+                      fmt::format("{} is not a number (garbled row?)", what), source);
+  return v;
+}
+
+/// Names the collective of a run whose file does not: busbw / algbw = 2(n-1)/n > 1 happens
+/// only for all-reduce; every other collective's factor is at most 1 and ambiguous.
+void infer_op(NcclTestsRun& run, const std::string& source) {
+  std::vector<double> ratios;
+  for (const auto& row : run.rows)
+    if (row.algbw_GBps > 0) ratios.push_back(row.busbw_GBps / row.algbw_GBps);
+  std::sort(ratios.begin(), ratios.end());
+  if (!ratios.empty() && ratios[ratios.size() / 2] > 1.05) {
+    run.op = "all_reduce";
+    return;
+  }
+  throw core::Error(fmt::format("line {}", run.header_line), "",
+                    "cannot tell which collective this run measured (no '*_perf' name before "
+                    "its header, and busbw/algbw does not single one out); name it with --op",
+                    source);
+}
+
+}  // namespace
+
+double bus_factor(const std::string& op, int ranks) {
+  const double n = ranks;
+  if (ranks <= 1) return 0.0;
+  if (op == "all_reduce") return 2.0 * (n - 1) / n;
+  if (op == "all_gather" || op == "reduce_scatter" || op == "alltoall") return (n - 1) / n;
+  return 1.0;  // broadcast, reduce, sendrecv: bus bandwidth equals algorithm bandwidth
+}
+
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source,
+                              const std::string& default_op) {
+  NcclTestsLog log;
+  log.source = source;
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  std::string pending_op;
+  std::set<std::string> hosts;
+  Columns columns;
+  bool have_columns = false;
+  NcclTestsRun* run = nullptr;
+  const std::regex perf_name(R"(\b([a-z_]+?)_perf\b)");
+  const std::regex device_line(R"(#\s*Rank\s+(\d+).*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
+  const std::regex annotation(R"((\d+)\s+nodes?\s*x\s*(\d+))");
+  const std::regex avg_line(R"(#\s*Avg bus bandwidth\s*:\s*(\S+))");
+  int annotated_nodes = 0, annotated_gpus = 0;
+
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto tokens = split_ws(line);
+    if (tokens.empty()) continue;
+    if (tokens[0][0] == '#') {
+      std::smatch m;
+      if (std::regex_search(line, m, device_line)) {
+        ++log.ranks;
+        hosts.insert(m[2]);
+        log.gpu_model = m[3];
+        continue;
+      }
+      if (std::regex_search(line, m, avg_line)) {
+        if (run == nullptr)
+          throw core::Error(fmt::format("line {}", line_no), "",
+                            "'Avg bus bandwidth' before any result row", source);
+        run->avg_busbw_GBps = number(m[1], "average bus bandwidth", source, line_no);
+        run = nullptr;
+        have_columns = false;
+        continue;
+      }
+      if (std::regex_search(line, m, perf_name)) {
+        const std::string op = m[1];
+        if (std::find(known_ops().begin(), known_ops().end(), op) != known_ops().end())
+          pending_op = op;
+      }
+      if (annotated_nodes == 0 && std::regex_search(line, m, annotation)) {
+        annotated_nodes = std::stoi(m[1]);
+        annotated_gpus = std::stoi(m[2]);
+      }
+      // The column header: "#  size  count  type ..." (the units line below it is skipped).
+      std::vector<std::string> names(tokens.begin() + (tokens[0] == "#" ? 1 : 0), tokens.end());
+      if (!names.empty() && names[0].rfind('#', 0) == 0) names[0] = names[0].substr(1);
+      if (names.size() >= 6 && names[0] == "size" && names[1] == "count") {
+        columns = parse_header(names);
+        have_columns = true;
+        if (columns.size < 0 || columns.time < 0 || columns.algbw < 0 || columns.busbw < 0)
+          throw core::Error(fmt::format("line {}", line_no), "",
+                            "column header lacks size/time/algbw/busbw", source);
+        // An unnamed run is resolved after its rows are read (see infer_op).
+        const std::string op = !pending_op.empty() ? pending_op : default_op;
+        log.runs.push_back(NcclTestsRun{op, {}, std::nullopt, line_no});
+        run = &log.runs.back();
+        pending_op.clear();
+      }
+      continue;
+    }
+    // A data row.
+    if (!have_columns || run == nullptr)
+      throw core::Error(fmt::format("line {}", line_no), tokens[0],
+                        "data before a column header (not nccl-tests output?)", source);
+    if (static_cast<int>(tokens.size()) != columns.total)
+      throw core::Error(fmt::format("line {}", line_no), line,
+                        fmt::format("expected {} columns, found {} (truncated or garbled row)",
+                                    columns.total, tokens.size()),
+                        source);
+    NcclTestsRow row;
+    row.line = line_no;
+    row.size_bytes = number(tokens[columns.size], "size", source, line_no);
+    if (columns.count >= 0) row.count = number(tokens[columns.count], "count", source, line_no);
+    if (columns.type >= 0) row.type = tokens[columns.type];
+    if (columns.redop >= 0) row.redop = tokens[columns.redop];
+    if (columns.root >= 0)
+      row.root = static_cast<int>(number(tokens[columns.root], "root", source, line_no));
+    row.time_us = number(tokens[columns.time], "time", source, line_no);
+    row.algbw_GBps = number(tokens[columns.algbw], "algbw", source, line_no);
+    row.busbw_GBps = number(tokens[columns.busbw], "busbw", source, line_no);
+    if (columns.in_time >= 0) {
+      row.inplace_time_us = number(tokens[columns.in_time], "in-place time", source, line_no);
+      row.inplace_algbw_GBps = number(tokens[columns.in_algbw], "in-place algbw", source, line_no);
+      row.inplace_busbw_GBps = number(tokens[columns.in_busbw], "in-place busbw", source, line_no);
+    }
+    if (columns.check >= 0) {
+      const std::string& check = tokens[columns.check];
+      if (check != "N/A") (void)number(check, "#wrong/error", source, line_no);
+    }
+    if (row.size_bytes < 0 || row.time_us < 0 || row.busbw_GBps < 0)
+      throw core::Error(fmt::format("line {}", line_no), line, "negative size, time or bandwidth",
+                        source);
+    run->rows.push_back(row);
+  }
+
+  if (log.runs.empty())
+    throw core::Error("", "", "no nccl-tests results found (no 'size count type ...' header)",
+                      source);
+  if (run != nullptr)
+    throw core::Error(fmt::format("line {}", line_no), "",
+                      "file ends inside a run, without its '# Avg bus bandwidth' line "
+                      "(truncated log?)",
+                      source);
+  for (auto& r : log.runs) {
+    if (r.rows.empty())
+      throw core::Error(fmt::format("line {}", r.header_line), r.op, "run has no result rows",
+                        source);
+    if (r.op.empty()) infer_op(r, source);
+  }
+  if (!hosts.empty()) {
+    log.nodes = static_cast<int>(hosts.size());
+    log.gpus_per_node = log.ranks / log.nodes;
+  } else if (annotated_nodes > 0) {
+    log.nodes = annotated_nodes;
+    log.gpus_per_node = annotated_gpus;
+    log.ranks = annotated_nodes * annotated_gpus;
+  }
+  return log;
+}
+
+NcclTestsLog read_nccl_tests(const std::string& path, const std::string& default_op) {
+  std::ifstream in(path);
+  if (!in) throw core::Error("", "", "cannot open nccl-tests log", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_nccl_tests(text.str(), path, default_op);
+}
+
+}  // namespace twin::calibrate

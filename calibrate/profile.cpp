@@ -1,0 +1,326 @@
+#include "calibrate/profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "calibrate/shipped_profiles.hpp"
+#include "core/error.hpp"
+#include "core/text.hpp"
+
+namespace twin::calibrate {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// Strict reader of one JSON object: required/optional keys, unknown keys rejected.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string path, const std::string& source)
+      : j_(j), path_(std::move(path)), source_(source) {
+    if (!j_.is_object()) throw error("", "expected an object");
+  }
+  core::Error error(const std::string& key, const std::string& reason) const {
+    const std::string field = key.empty() ? path_ : (path_.empty() ? key : path_ + "." + key);
+    return core::Error(field, "", reason, source_);
+  }
+  const json* find(const std::string& key) {
+    known_.push_back(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  const json& require(const std::string& key) {
+    const json* v = find(key);
+    if (v == nullptr) throw error(key, "required");
+    return *v;
+  }
+  std::string text(const std::string& key, bool required = true) {
+    const json* v = required ? &require(key) : find(key);
+    if (v == nullptr) return {};
+    if (!v->is_string()) throw error(key, "expected text");
+    return v->get<std::string>();
+  }
+  double number(const std::string& key, double fallback, bool required) {
+    const json* v = required ? &require(key) : find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number()) throw error(key, "expected a number");
+    return v->get<double>();
+  }
+  Figure figure(const std::string& key, bool required = true) {
+    const json* v = required ? &require(key) : find(key);
+    if (v == nullptr) return {};
+    ObjectReader r(*v, path_.empty() ? key : path_ + "." + key, source_);
+    Figure f;
+    f.value = r.number("value", 0, true);
+    f.source = r.text("source");
+    if (!std::isfinite(f.value)) throw r.error("value", "must be finite");
+    if (f.source.empty()) throw r.error("source", "every figure needs its provenance");
+    r.finish();
+    return f;
+  }
+  ObjectReader object(const std::string& key) {
+    return ObjectReader(require(key), path_.empty() ? key : path_ + "." + key, source_);
+  }
+  void finish() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (std::find(known_.begin(), known_.end(), it.key()) == known_.end())
+        throw error(it.key(), "unknown key" + core::did_you_mean(it.key(), known_));
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  const json& j_;
+  std::string path_;
+  const std::string& source_;
+  std::vector<std::string> known_;
+};
+
+json figure_json(const Figure& f) { return json{{"value", f.value}, {"source", f.source}}; }
+
+void require_positive(const Figure& f, const std::string& field, const std::string& source) {
+  if (!(f.value > 0)) throw core::Error(field, fmt::format("{}", f.value), "must be positive", source);
+}
+
+void require_fraction(const Figure& f, const std::string& field, const std::string& source) {
+  if (!(f.value > 0 && f.value <= 1.0))
+    throw core::Error(field, fmt::format("{}", f.value), "must be within (0, 1]", source);
+}
+
+}  // namespace
+
+double Profile::gemm_efficiency(double m, double n, double k) const {
+  const double tile = gemm_tile.value, half = gemm_half_dim.value;
+  auto factor = [&](double d) {
+    if (d <= 0) return 0.0;
+    const double quantized = d / (std::ceil(d / tile) * tile);
+    return quantized * d / (d + half);
+  };
+  return gemm_peak_efficiency.value * factor(m) * factor(n) * factor(k);
+}
+
+double Profile::peak_flops(const std::string& dtype) const {
+  auto it = peak_tflops.find(dtype);
+  if (it == peak_tflops.end()) {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : peak_tflops) names.push_back(k);
+    throw core::Error("dtype", dtype,
+                      fmt::format("profile '{}' has no peak for this dtype; it has {}{}", name,
+                                  core::quoted_list(names), core::did_you_mean(dtype, names)));
+  }
+  return it->second.value * 1e12;
+}
+
+double Profile::nic_payload_Bps() const { return nic_gbps.value * 1e9 / 8.0 * nic_efficiency.value; }
+
+const CollectiveCurve* Profile::find_curve(const std::string& op, const std::string& algorithm,
+                                           const std::string& scope, double size_bytes) const {
+  const CollectiveCurve* best = nullptr;
+  double best_distance = 0;
+  for (const auto& c : collectives) {
+    if (c.op != op || c.algorithm != algorithm || c.scope != scope) continue;
+    // Distance (in log size) from the curve's fitted range; 0 inside it or for "any size".
+    double distance = 0;
+    if (c.max_bytes > 0 && size_bytes > 0) {
+      if (size_bytes < c.min_bytes) distance = std::log(c.min_bytes / size_bytes);
+      if (size_bytes > c.max_bytes) distance = std::log(size_bytes / c.max_bytes);
+    }
+    if (best == nullptr || distance < best_distance) {
+      best = &c;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+void Profile::replace_curves(const std::vector<CollectiveCurve>& curves) {
+  for (const auto& c : curves) {
+    std::erase_if(collectives, [&](const CollectiveCurve& old) {
+      return old.op == c.op && old.algorithm == c.algorithm && old.scope == c.scope;
+    });
+  }
+  collectives.insert(collectives.end(), curves.begin(), curves.end());
+}
+
+Profile parse_profile(const std::string& json_text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw core::Error("", "", fmt::format("malformed JSON at byte {}: {}", e.byte, e.what()),
+                      source);
+  }
+  ObjectReader top(j, "", source);
+  Profile p;
+  if (top.text("format") != "clustertwin-profile")
+    throw top.error("format", "expected \"clustertwin-profile\"");
+  p.version = static_cast<int>(top.number("version", 0, true));
+  if (p.version != Profile::kVersion)
+    throw core::Error("version", std::to_string(p.version),
+                      fmt::format("unsupported profile version; this build reads {}", Profile::kVersion),
+                      source);
+  p.name = top.text("name");
+  p.description = top.text("description", false);
+
+  ObjectReader gpu = top.object("gpu");
+  p.gpu_model = gpu.text("model");
+  ObjectReader peaks = gpu.object("peak_tflops");
+  for (const auto& [dtype, value] : gpu.require("peak_tflops").items()) {
+    p.peak_tflops[dtype] = peaks.figure(dtype);
+    require_positive(p.peak_tflops[dtype], "gpu.peak_tflops." + dtype, source);
+  }
+  if (p.peak_tflops.empty()) throw gpu.error("peak_tflops", "needs at least one dtype");
+  p.hbm_GB = gpu.figure("hbm_GB");
+  p.hbm_GBps = gpu.figure("hbm_GBps");
+  p.hbm_efficiency = gpu.figure("hbm_efficiency");
+  p.gemm_peak_efficiency = gpu.figure("gemm_peak_efficiency");
+  p.gemm_tile = gpu.figure("gemm_tile");
+  p.gemm_half_dim = gpu.figure("gemm_half_dim");
+  gpu.finish();
+  require_positive(p.hbm_GB, "gpu.hbm_GB", source);
+  require_positive(p.hbm_GBps, "gpu.hbm_GBps", source);
+  require_fraction(p.hbm_efficiency, "gpu.hbm_efficiency", source);
+  require_fraction(p.gemm_peak_efficiency, "gpu.gemm_peak_efficiency", source);
+  require_positive(p.gemm_tile, "gpu.gemm_tile", source);
+  if (p.gemm_half_dim.value < 0)
+    throw core::Error("gpu.gemm_half_dim", fmt::format("{}", p.gemm_half_dim.value),
+                      "must not be negative", source);
+
+  ObjectReader nvlink = top.object("nvlink");
+  p.nvlink_GBps = nvlink.figure("bandwidth_GBps");
+  p.nvlink_latency_us = nvlink.figure("latency_us");
+  nvlink.finish();
+  require_positive(p.nvlink_GBps, "nvlink.bandwidth_GBps", source);
+
+  ObjectReader nic = top.object("nic");
+  p.nic_gbps = nic.figure("line_rate_gbps");
+  p.nic_efficiency = nic.figure("payload_efficiency");
+  p.nic_latency_us = nic.figure("latency_us");
+  nic.finish();
+  require_positive(p.nic_gbps, "nic.line_rate_gbps", source);
+  require_fraction(p.nic_efficiency, "nic.payload_efficiency", source);
+
+  ObjectReader overlap = top.object("overlap");
+  p.overlap_compute_slowdown = overlap.figure("compute_slowdown");
+  overlap.finish();
+
+  const json& curves = top.require("collectives");
+  if (!curves.is_array()) throw top.error("collectives", "expected a list");
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    ObjectReader r(curves[i], fmt::format("collectives[{}]", i), source);
+    CollectiveCurve c;
+    c.op = r.text("op");
+    c.algorithm = r.text("algorithm");
+    c.scope = r.text("scope");
+    if (c.scope != "intra_node" && c.scope != "inter_node")
+      throw r.error("scope", "must be \"intra_node\" or \"inter_node\"");
+    c.latency_us = r.figure("latency_us");
+    c.efficiency = r.figure("efficiency");
+    c.bus_bandwidth_GBps = r.figure("bus_bandwidth_GBps", false);
+    c.min_bytes = r.number("min_bytes", 0, false);
+    c.max_bytes = r.number("max_bytes", 0, false);
+    c.nodes = static_cast<int>(r.number("nodes", 0, false));
+    c.gpus_per_node = static_cast<int>(r.number("gpus_per_node", 0, false));
+    if (const json* fit = r.find("fit")) {
+      ObjectReader f(*fit, r.path() + ".fit", source);
+      FitQuality q;
+      q.r2 = f.number("r2", 0, true);
+      q.median_abs_error_pct = f.number("median_abs_error_pct", 0, true);
+      q.max_abs_error_pct = f.number("max_abs_error_pct", 0, true);
+      q.loo_median_abs_error_pct = f.number("loo_median_abs_error_pct", 0, true);
+      q.points = static_cast<int>(f.number("points", 0, true));
+      f.finish();
+      c.fit = q;
+    }
+    r.finish();
+    if (c.latency_us.value < 0) throw r.error("latency_us", "must not be negative");
+    if (!(c.efficiency.value > 0 && c.efficiency.value <= 1.5))
+      throw r.error("efficiency", "must be within (0, 1.5]");
+    p.collectives.push_back(std::move(c));
+  }
+  top.finish();
+  return p;
+}
+
+std::string to_json(const Profile& p) {
+  json j;
+  j["format"] = "clustertwin-profile";
+  j["version"] = p.version;
+  j["name"] = p.name;
+  j["description"] = p.description;
+  json peaks = json::object();
+  for (const auto& [dtype, f] : p.peak_tflops) peaks[dtype] = figure_json(f);
+  j["gpu"] = {{"model", p.gpu_model},
+              {"peak_tflops", peaks},
+              {"hbm_GB", figure_json(p.hbm_GB)},
+              {"hbm_GBps", figure_json(p.hbm_GBps)},
+              {"hbm_efficiency", figure_json(p.hbm_efficiency)},
+              {"gemm_peak_efficiency", figure_json(p.gemm_peak_efficiency)},
+              {"gemm_tile", figure_json(p.gemm_tile)},
+              {"gemm_half_dim", figure_json(p.gemm_half_dim)}};
+  j["nvlink"] = {{"bandwidth_GBps", figure_json(p.nvlink_GBps)},
+                 {"latency_us", figure_json(p.nvlink_latency_us)}};
+  j["nic"] = {{"line_rate_gbps", figure_json(p.nic_gbps)},
+              {"payload_efficiency", figure_json(p.nic_efficiency)},
+              {"latency_us", figure_json(p.nic_latency_us)}};
+  j["overlap"] = {{"compute_slowdown", figure_json(p.overlap_compute_slowdown)}};
+  json curves = json::array();
+  for (const auto& c : p.collectives) {
+    json cj = {{"op", c.op},
+               {"algorithm", c.algorithm},
+               {"scope", c.scope},
+               {"latency_us", figure_json(c.latency_us)},
+               {"efficiency", figure_json(c.efficiency)}};
+    if (!c.bus_bandwidth_GBps.source.empty())
+      cj["bus_bandwidth_GBps"] = figure_json(c.bus_bandwidth_GBps);
+    if (c.max_bytes > 0) {
+      cj["min_bytes"] = c.min_bytes;
+      cj["max_bytes"] = c.max_bytes;
+    }
+    if (c.nodes > 0) {
+      cj["nodes"] = c.nodes;
+      cj["gpus_per_node"] = c.gpus_per_node;
+    }
+    if (c.fit)
+      cj["fit"] = {{"r2", c.fit->r2},
+                   {"median_abs_error_pct", c.fit->median_abs_error_pct},
+                   {"max_abs_error_pct", c.fit->max_abs_error_pct},
+                   {"loo_median_abs_error_pct", c.fit->loo_median_abs_error_pct},
+                   {"points", c.fit->points}};
+    curves.push_back(cj);
+  }
+  j["collectives"] = curves;
+  return j.dump(2) + "\n";
+}
+
+std::vector<std::string> shipped_profile_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, text] : detail::shipped_profiles()) names.push_back(name);
+  return names;
+}
+
+Profile load_profile(const std::string& name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 &&
+                        name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  if (!is_path) {
+    for (const auto& [name, text] : detail::shipped_profiles())
+      if (name == name_or_path) return parse_profile(text, "<profile " + name + ">");
+    throw core::Error("profile", name_or_path,
+                      "no shipped profile of that name; shipped: " +
+                          core::quoted_list(shipped_profile_names()) +
+                          core::did_you_mean(name_or_path, shipped_profile_names()) +
+                          " (or give a path to a profile .json)");
+  }
+  std::ifstream in(name_or_path);
+  if (!in) throw core::Error("", "", "cannot open profile file", name_or_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_profile(text.str(), name_or_path);
+}
+
+}  // namespace twin::calibrate

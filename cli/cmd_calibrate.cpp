@@ -1,0 +1,104 @@
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "calibrate/calibration.hpp"
+#include "calibrate/nccl_tests.hpp"
+#include "calibrate/profile.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/text.hpp"
+
+namespace twin::cli {
+namespace {
+
+struct FitArgs {
+  std::vector<std::string> logs;
+  std::string base = "h100-sxm";
+  std::string output;
+  std::string op;
+  std::string name;
+  calibrate::FitOptions options;
+};
+
+std::string size_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return fmt::format("{:g} {}", bytes, units[u]);
+}
+
+int run_fit(const FitArgs& args) {
+  calibrate::Profile profile = calibrate::load_profile(args.base);
+  if (!args.name.empty()) profile.name = args.name;
+  fmt::print("{:<15}{:<7}{:>8}  {:<21}{:>11}{:>11}{:>7}{:>8}{:>9}{:>9}\n", "op", "algo", "scale",
+             "sizes", "lat (us)", "busbw GB/s", "eff", "R^2", "med err", "LOO err");
+  for (const auto& path : args.logs) {
+    const calibrate::NcclTestsLog log = calibrate::read_nccl_tests(path, args.op);
+    for (const auto& run : calibrate::fit_log_into(log, profile, args.options)) {
+      for (const auto& seg : run.segments) {
+        const auto& q = seg.fit.quality;
+        fmt::print("{:<15}{:<7}{:>8}  {:<21}{:>11.2f}{:>11.1f}{:>7.3f}{:>8.4f}{:>8.1f}%{:>8.1f}%\n",
+                   run.op, seg.curve.algorithm, fmt::format("{}x{}", run.nodes, run.gpus_per_node),
+                   size_text(seg.fit.min_bytes) + "-" + size_text(seg.fit.max_bytes),
+                   seg.fit.latency_us, seg.fit.bus_bandwidth_GBps, seg.curve.efficiency.value, q.r2,
+                   q.median_abs_error_pct, q.loo_median_abs_error_pct);
+      }
+    }
+  }
+  std::ofstream out(args.output);
+  if (!out) throw core::Error("--output", args.output, "cannot open for writing");
+  out << calibrate::to_json(profile);
+  fmt::print("wrote {} (profile '{}', {} collective curves)\n", args.output, profile.name,
+             profile.collectives.size());
+  return 0;
+}
+
+int run_show(const std::string& name) {
+  if (name.empty()) {
+    fmt::print("shipped profiles: {}\n", core::quoted_list(calibrate::shipped_profile_names()));
+    return 0;
+  }
+  fmt::print("{}", calibrate::to_json(calibrate::load_profile(name)));
+  return 0;
+}
+
+}  // namespace
+
+Action add_calibrate(CLI::App& app) {
+  auto* cmd = app.add_subcommand("calibrate", "Hardware profiles: fit nccl-tests logs, show profiles");
+  cmd->require_subcommand(1);
+
+  auto fit_args = std::make_shared<FitArgs>();
+  auto* fit = cmd->add_subcommand("fit", "Fit nccl-tests logs into a hardware profile");
+  fit->add_option("logs", fit_args->logs, "nccl-tests output files")->required()->check(CLI::ExistingFile);
+  fit->add_option("--base", fit_args->base, "Profile to start from: a shipped name or a .json path")
+      ->capture_default_str();
+  fit->add_option("-o,--output", fit_args->output, "Profile JSON to write")->required();
+  fit->add_option("--name", fit_args->name, "Name of the written profile (default: the base's)");
+  fit->add_option("--op", fit_args->op, "Collective of runs the log does not name (e.g. all_reduce)");
+  fit->add_option("--algo", fit_args->options.algorithm,
+                  "Algorithm the runs used (default: attributed from the bandwidth reached)");
+  fit->add_option("--nodes", fit_args->options.nodes, "Nodes the log ran on (default: from the log)")
+      ->check(CLI::PositiveNumber);
+  fit->add_option("--gpus-per-node", fit_args->options.gpus_per_node,
+                  "GPUs per node (default: from the log)")
+      ->check(CLI::PositiveNumber);
+  fit->add_option("--measured-on", fit_args->options.measured_on,
+                  "Provenance note stored with each fitted value (date, cluster)");
+
+  auto show_name = std::make_shared<std::string>();
+  auto* show = cmd->add_subcommand("show", "List shipped profiles, or print one as JSON");
+  show->add_option("profile", *show_name, "Shipped profile name or .json path");
+
+  return [fit, show, fit_args, show_name]() -> int {
+    if (fit->parsed()) return run_fit(*fit_args);
+    if (show->parsed()) return run_show(*show_name);
+    return 1;
+  };
+}
+
+}  // namespace twin::cli
