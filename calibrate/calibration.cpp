@@ -59,9 +59,9 @@ std::vector<RunFit> fit_log_into(const NcclTestsLog& log, Profile& profile,
       curve.scope = scope;
       curve.latency_us = {fit.latency_us, origin};
       curve.bus_bandwidth_GBps = {fit.bus_bandwidth_GBps, origin};
-      curve.efficiency = {fit.bus_bandwidth_GBps / bound,
-                          fmt::format("{}; fitted bus bandwidth / link-limited bound {:.1f} GB/s",
-                                      origin, bound)};
+      curve.efficiency = {
+          fit.bus_bandwidth_GBps / bound,
+          fmt::format("{}; fitted bus bandwidth / link-limited bound {:.1f} GB/s", origin, bound)};
       curve.min_bytes = fit.min_bytes;
       curve.max_bytes = fit.max_bytes;
       curve.nodes = nodes;

@@ -62,7 +62,8 @@ double HockneyFit::time_us(double size_bytes, double bus_factor) const {
 
 HockneyFit fit_hockney(const std::vector<SizePoint>& points, double bus_factor) {
   check_points(points);
-  if (!(bus_factor > 0)) throw core::Error("bus_factor", fmt::format("{}", bus_factor), "must be positive");
+  if (!(bus_factor > 0))
+    throw core::Error("bus_factor", fmt::format("{}", bus_factor), "must be positive");
   const Solution s = solve(points, bus_factor);
   if (!(s.inv_bw > 0))
     throw core::Error("points", "", "time does not grow with size: no bandwidth term to fit");
@@ -117,8 +118,10 @@ std::vector<HockneyFit> fit_segments(const std::vector<SizePoint>& points, doubl
   std::vector<HockneyFit> best{single};
   double best_ssr = single.weighted_ssr;
   for (std::size_t split = kMinPoints; split + kMinPoints <= sorted.size(); ++split) {
-    const std::vector<SizePoint> low(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(split));
-    const std::vector<SizePoint> high(sorted.begin() + static_cast<std::ptrdiff_t>(split), sorted.end());
+    const std::vector<SizePoint> low(sorted.begin(),
+                                     sorted.begin() + static_cast<std::ptrdiff_t>(split));
+    const std::vector<SizePoint> high(sorted.begin() + static_cast<std::ptrdiff_t>(split),
+                                      sorted.end());
     try {
       HockneyFit a = fit_hockney(low, bus_factor), b = fit_hockney(high, bus_factor);
       const double ssr = a.weighted_ssr + b.weighted_ssr;
@@ -147,8 +150,8 @@ double link_limited_busbw_GBps(const std::string& op, const std::string& algorit
     const double algbw = nvlink * g / (g + 1);
     if (intra) return algbw * 2 * (g - 1) / g;
   }
-  if (op == "all_reduce" && (algorithm == "nvls" || algorithm == "sharp" ||
-                             algorithm == "nvls_tree")) {
+  if (op == "all_reduce" &&
+      (algorithm == "nvls" || algorithm == "sharp" || algorithm == "nvls_tree")) {
     const double factor = 2 * (n_total - 1) / n_total;
     return std::min(nvlink, nics * nic) * factor;
   }

@@ -23,10 +23,9 @@ std::vector<std::string> split_ws(const std::string& s) {
 }
 
 const std::vector<std::string>& known_ops() {
-  static const std::vector<std::string> ops = {"all_reduce", "all_gather", "reduce_scatter",
-                                               "alltoall",   "sendrecv",   "broadcast",
-                                               "reduce",     "gather",     "scatter",
-                                               "hypercube"};
+  static const std::vector<std::string> ops = {
+      "all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv",
+      "broadcast",  "reduce",     "gather",         "scatter",  "hypercube"};
   return ops;
 }
 
@@ -44,15 +43,24 @@ Columns parse_header(const std::vector<std::string>& names) {
   int timing_block = 0;
   for (int i = 0; i < c.total; ++i) {
     const std::string& n = names[i];
-    if (n == "size") c.size = i;
-    else if (n == "count") c.count = i;
-    else if (n == "type") c.type = i;
-    else if (n == "redop") c.redop = i;
-    else if (n == "root") c.root = i;
-    else if (n == "time") (timing_block++ == 0 ? c.time : c.in_time) = i;
-    else if (n == "algbw") (c.algbw < 0 ? c.algbw : c.in_algbw) = i;
-    else if (n == "busbw") (c.busbw < 0 ? c.busbw : c.in_busbw) = i;
-    else if ((n == "#wrong" || n == "error") && c.check < 0) c.check = i;
+    if (n == "size")
+      c.size = i;
+    else if (n == "count")
+      c.count = i;
+    else if (n == "type")
+      c.type = i;
+    else if (n == "redop")
+      c.redop = i;
+    else if (n == "root")
+      c.root = i;
+    else if (n == "time")
+      (timing_block++ == 0 ? c.time : c.in_time) = i;
+    else if (n == "algbw")
+      (c.algbw < 0 ? c.algbw : c.in_algbw) = i;
+    else if (n == "busbw")
+      (c.busbw < 0 ? c.busbw : c.in_busbw) = i;
+    else if ((n == "#wrong" || n == "error") && c.check < 0)
+      c.check = i;
   }
   return c;
 }
@@ -107,7 +115,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
   bool have_columns = false;
   NcclTestsRun* run = nullptr;
   const std::regex perf_name(R"(\b([a-z_]+?)_perf\b)");
-  const std::regex device_line(R"(#\s*Rank\s+(\d+).*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
+  const std::regex device_line(
+      R"(#\s*Rank\s+(\d+).*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
   const std::regex annotation(R"((\d+)\s+nodes?\s*x\s*(\d+))");
   const std::regex avg_line(R"(#\s*Avg bus bandwidth\s*:\s*(\S+))");
   int annotated_nodes = 0, annotated_gpus = 0;

@@ -21,7 +21,7 @@ struct NcclTestsRow {
   std::string type;
   std::string redop;
   int root = -1;
-  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;           ///< out-of-place
+  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;  ///< out-of-place
   double inplace_time_us = 0, inplace_algbw_GBps = 0, inplace_busbw_GBps = 0;
   int line = 0;
 };
@@ -36,8 +36,8 @@ struct NcclTestsRun {
 struct NcclTestsLog {
   std::string source;
   std::vector<NcclTestsRun> runs;
-  int ranks = 0;   ///< from "# Using devices" (0 if absent)
-  int nodes = 0;   ///< distinct hosts, or from an "N nodes x G" annotation in a comment
+  int ranks = 0;  ///< from "# Using devices" (0 if absent)
+  int nodes = 0;  ///< distinct hosts, or from an "N nodes x G" annotation in a comment
   int gpus_per_node = 0;
   std::string gpu_model;
 };

@@ -80,10 +80,13 @@ class ObjectReader {
   std::vector<std::string> known_;
 };
 
-json figure_json(const Figure& f) { return json{{"value", f.value}, {"source", f.source}}; }
+json figure_json(const Figure& f) {
+  return json{{"value", f.value}, {"source", f.source}};
+}
 
 void require_positive(const Figure& f, const std::string& field, const std::string& source) {
-  if (!(f.value > 0)) throw core::Error(field, fmt::format("{}", f.value), "must be positive", source);
+  if (!(f.value > 0))
+    throw core::Error(field, fmt::format("{}", f.value), "must be positive", source);
 }
 
 void require_fraction(const Figure& f, const std::string& field, const std::string& source) {
@@ -115,7 +118,9 @@ double Profile::peak_flops(const std::string& dtype) const {
   return it->second.value * 1e12;
 }
 
-double Profile::nic_payload_Bps() const { return nic_gbps.value * 1e9 / 8.0 * nic_efficiency.value; }
+double Profile::nic_payload_Bps() const {
+  return nic_gbps.value * 1e9 / 8.0 * nic_efficiency.value;
+}
 
 const CollectiveCurve* Profile::find_curve(const std::string& op, const std::string& algorithm,
                                            const std::string& scope, double size_bytes) const {
@@ -160,9 +165,9 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
     throw top.error("format", "expected \"clustertwin-profile\"");
   p.version = static_cast<int>(top.number("version", 0, true));
   if (p.version != Profile::kVersion)
-    throw core::Error("version", std::to_string(p.version),
-                      fmt::format("unsupported profile version; this build reads {}", Profile::kVersion),
-                      source);
+    throw core::Error(
+        "version", std::to_string(p.version),
+        fmt::format("unsupported profile version; this build reads {}", Profile::kVersion), source);
   p.name = top.text("name");
   p.description = top.text("description", false);
 
@@ -304,17 +309,17 @@ std::vector<std::string> shipped_profile_names() {
 }
 
 Profile load_profile(const std::string& name_or_path) {
-  const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 &&
-                        name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  const bool is_path =
+      name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   if (!is_path) {
     for (const auto& [name, text] : detail::shipped_profiles())
       if (name == name_or_path) return parse_profile(text, "<profile " + name + ">");
-    throw core::Error("profile", name_or_path,
-                      "no shipped profile of that name; shipped: " +
-                          core::quoted_list(shipped_profile_names()) +
-                          core::did_you_mean(name_or_path, shipped_profile_names()) +
-                          " (or give a path to a profile .json)");
+    throw core::Error(
+        "profile", name_or_path,
+        "no shipped profile of that name; shipped: " + core::quoted_list(shipped_profile_names()) +
+            core::did_you_mean(name_or_path, shipped_profile_names()) +
+            " (or give a path to a profile .json)");
   }
   std::ifstream in(name_or_path);
   if (!in) throw core::Error("", "", "cannot open profile file", name_or_path);

@@ -33,10 +33,10 @@ struct Figure {
 
 /// Quality of a fitted curve.
 struct FitQuality {
-  double r2 = 0.0;                      ///< on log(time)
-  double median_abs_error_pct = 0.0;    ///< on bus bandwidth, in-sample
+  double r2 = 0.0;                    ///< on log(time)
+  double median_abs_error_pct = 0.0;  ///< on bus bandwidth, in-sample
   double max_abs_error_pct = 0.0;
-  double loo_median_abs_error_pct = 0.0;///< leave-one-size-out prediction error
+  double loo_median_abs_error_pct = 0.0;  ///< leave-one-size-out prediction error
   int points = 0;
 };
 
@@ -47,7 +47,7 @@ struct CollectiveCurve {
   std::string scope;      ///< intra_node or inter_node
   Figure latency_us;      ///< fixed cost per call
   Figure efficiency;      ///< achieved / link-limited bus bandwidth
-  Figure bus_bandwidth_GBps;  ///< saturation bus bandwidth where measured (0 if not)
+  Figure bus_bandwidth_GBps;            ///< saturation bus bandwidth where measured (0 if not)
   double min_bytes = 0, max_bytes = 0;  ///< size range the curve was fitted on (0: any)
   int nodes = 0, gpus_per_node = 0;     ///< scale it was measured at (0: not measured)
   std::optional<FitQuality> fit;
@@ -62,9 +62,9 @@ struct Profile {
   std::map<std::string, Figure> peak_tflops;  ///< by dtype: bf16, fp16, fp8, tf32, fp32
   Figure hbm_GB, hbm_GBps, hbm_efficiency;
   Figure gemm_peak_efficiency, gemm_tile, gemm_half_dim;
-  Figure nvlink_GBps, nvlink_latency_us;    ///< per GPU per direction
+  Figure nvlink_GBps, nvlink_latency_us;            ///< per GPU per direction
   Figure nic_gbps, nic_efficiency, nic_latency_us;  ///< line rate, payload fraction achieved
-  Figure overlap_compute_slowdown;          ///< fraction compute slows while comm overlaps
+  Figure overlap_compute_slowdown;                  ///< fraction compute slows while comm overlaps
   std::vector<CollectiveCurve> collectives;
 
   /// Achievable dense GEMM throughput fraction for an (M x K) x (K x N) product.

@@ -69,20 +69,25 @@ int run_show(const std::string& name) {
 }  // namespace
 
 Action add_calibrate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("calibrate", "Hardware profiles: fit nccl-tests logs, show profiles");
+  auto* cmd =
+      app.add_subcommand("calibrate", "Hardware profiles: fit nccl-tests logs, show profiles");
   cmd->require_subcommand(1);
 
   auto fit_args = std::make_shared<FitArgs>();
   auto* fit = cmd->add_subcommand("fit", "Fit nccl-tests logs into a hardware profile");
-  fit->add_option("logs", fit_args->logs, "nccl-tests output files")->required()->check(CLI::ExistingFile);
+  fit->add_option("logs", fit_args->logs, "nccl-tests output files")
+      ->required()
+      ->check(CLI::ExistingFile);
   fit->add_option("--base", fit_args->base, "Profile to start from: a shipped name or a .json path")
       ->capture_default_str();
   fit->add_option("-o,--output", fit_args->output, "Profile JSON to write")->required();
   fit->add_option("--name", fit_args->name, "Name of the written profile (default: the base's)");
-  fit->add_option("--op", fit_args->op, "Collective of runs the log does not name (e.g. all_reduce)");
+  fit->add_option("--op", fit_args->op,
+                  "Collective of runs the log does not name (e.g. all_reduce)");
   fit->add_option("--algo", fit_args->options.algorithm,
                   "Algorithm the runs used (default: attributed from the bandwidth reached)");
-  fit->add_option("--nodes", fit_args->options.nodes, "Nodes the log ran on (default: from the log)")
+  fit->add_option("--nodes", fit_args->options.nodes,
+                  "Nodes the log ran on (default: from the log)")
       ->check(CLI::PositiveNumber);
   fit->add_option("--gpus-per-node", fit_args->options.gpus_per_node,
                   "GPUs per node (default: from the log)")

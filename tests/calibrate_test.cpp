@@ -56,7 +56,8 @@ TEST(NcclTests, ReadsTheOldFormatV100LogAndInfersAllReduce) {
   EXPECT_EQ(log.gpus_per_node, 8);
 }
 
-const char* kTwoCollectives = R"(# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20
+const char* kTwoCollectives =
+    R"(# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20
 #
 # Using devices
 #  Rank  0 Group  0 Pid  11 on     node-a device  0 [0x18] NVIDIA H100 80GB HBM3
@@ -116,8 +117,8 @@ TEST(NcclTests, TruncatedOrGarbledLogsNameTheLine) {
   EXPECT_THROW(read_nccl_tests("/nonexistent.log"), core::Error);
 }
 
-std::vector<SizePoint> synthetic(double latency_us, double busbw_GBps, double factor,
-                                 double from, double to, double noise = 0.0) {
+std::vector<SizePoint> synthetic(double latency_us, double busbw_GBps, double factor, double from,
+                                 double to, double noise = 0.0) {
   std::vector<SizePoint> pts;
   int i = 0;
   for (double s = from; s <= to; s *= 2, ++i) {

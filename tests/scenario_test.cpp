@@ -65,7 +65,8 @@ TEST(Scenario, UnknownKeyFromSetIsAttributedToSet) {
   const auto e = error_of([] { load_scenario("", {"cluster.gpus=8"}); });
   EXPECT_EQ(e.file(), "--set");
   EXPECT_EQ(e.field(), "cluster.gpus");
-  EXPECT_NE(std::string(e.what()).find("did you mean 'gpus_per_node'"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("did you mean 'gpus_per_node'"), std::string::npos)
+      << e.what();
 }
 
 TEST(Scenario, WrongTypeNamesFieldAndValue) {

@@ -1,0 +1,87 @@
+// Native max-min engine vs SimGrid 3.32 on the same flows (dmodk routes on a rail-optimized,
+// non-blocking 3-tier fat tree), and the native engine alone at 16,384 endpoints.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "core/rng.hpp"
+#include "netsim/engine.hpp"
+#include "topology/fabric.hpp"
+#include "topology/routing.hpp"
+
+namespace {
+
+using namespace twin;
+
+struct Setup {
+  std::unique_ptr<topology::Fabric> fabric;
+  std::unique_ptr<topology::Router> router;
+  std::vector<double> capacity;
+};
+
+const Setup& setup(int gpus) {
+  static std::map<int, Setup> cache;
+  auto [it, inserted] = cache.try_emplace(gpus);
+  if (inserted) {
+    topology::ClusterSpec c;
+    c.nodes = gpus / 8;
+    it->second.fabric = std::make_unique<topology::Fabric>(c, topology::FabricSpec{});
+    it->second.router = std::make_unique<topology::Router>(*it->second.fabric);
+    it->second.capacity = netsim::link_capacities(*it->second.fabric);
+  }
+  return it->second;
+}
+
+netsim::FlowSet flows(const Setup& s, int pattern) {
+  const int n = s.fabric->gpu_count();
+  netsim::FlowSet set;
+  if (pattern == 0) {  // ring over all GPUs, 64 MiB each
+    for (int g = 0; g < n; ++g) set.add(*s.router, g, (g + 1) % n, 64.0 * (1 << 20));
+  } else if (pattern == 1) {  // random permutation, 64 MiB each
+    core::Rng rng(7);
+    std::vector<int> perm(n);
+    for (int i = 0; i < n; ++i) perm[i] = i;
+    for (int i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.uniform_index(i + 1)]);
+    for (int g = 0; g < n; ++g)
+      if (perm[g] != g) set.add(*s.router, g, perm[g], 64.0 * (1 << 20));
+  } else {  // 64-rank all-to-all, one rank per 8th node: 4,032 flows of 4 MiB
+    const int stride = n / 64;
+    for (int a = 0; a < 64; ++a)
+      for (int b = 0; b < 64; ++b)
+        if (a != b) set.add(*s.router, a * stride, b * stride, 4.0 * (1 << 20));
+  }
+  return set;
+}
+
+void BM_Engine(benchmark::State& state) {
+  const auto gpus = static_cast<int>(state.range(0));
+  const auto pattern = static_cast<int>(state.range(1));
+  const bool simgrid = state.range(2) == 1;
+  const Setup& s = setup(gpus);
+  const netsim::FlowSet set = flows(s, pattern);
+  auto engine = netsim::make_engine(simgrid ? "simgrid" : "native");
+  double makespan = 0;
+  for (auto _ : state) makespan = engine->run(set, s.capacity).makespan_s;
+  state.counters["flows"] = static_cast<double>(set.flows.size());
+  state.counters["makespan_ms"] = makespan * 1e3;
+  state.SetLabel(std::string(simgrid ? "simgrid" : "native") + (pattern == 0   ? " ring"
+                                                                : pattern == 1 ? " permutation"
+                                                                               : " alltoall64"));
+}
+
+BENCHMARK(BM_Engine)
+    ->ArgsProduct({{4096}, {0, 1, 2}, {0, 1}})
+    ->ArgNames({"gpus", "pattern", "simgrid"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK(BM_Engine)
+    ->ArgsProduct({{16384}, {0, 1}, {0}})
+    ->ArgNames({"gpus", "pattern", "simgrid"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();
