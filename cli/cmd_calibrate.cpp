@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "twin/collective_sweep.hpp"
 
 namespace twin::cli {
 namespace {
@@ -57,6 +58,24 @@ int run_fit(const FitArgs& args) {
   return 0;
 }
 
+struct CompareArgs {
+  std::string log;
+  std::string profile;
+  std::string algorithm = "auto";
+  std::string op;
+  int nodes = 0, gpus_per_node = 0;
+  ScenarioOptions scenario;
+};
+
+int run_compare(const CompareArgs& args) {
+  const calibrate::NcclTestsLog log = calibrate::read_nccl_tests(args.log, args.op);
+  const auto comparisons = sim::compare_log(args.scenario.load(), log, args.profile, args.algorithm,
+                                            args.nodes, args.gpus_per_node);
+  fmt::print("{}", args.scenario.json ? sim::comparison_json(comparisons)
+                                      : sim::comparison_table(comparisons));
+  return 0;
+}
+
 int run_show(const std::string& name) {
   if (name.empty()) {
     fmt::print("shipped profiles: {}\n", core::quoted_list(calibrate::shipped_profile_names()));
@@ -95,12 +114,33 @@ Action add_calibrate(CLI::App& app) {
   fit->add_option("--measured-on", fit_args->options.measured_on,
                   "Provenance note stored with each fitted value (date, cluster)");
 
+  auto cmp = std::make_shared<CompareArgs>();
+  auto* compare = cmd->add_subcommand(
+      "compare", "Compare an nccl-tests log with the twin's simulation of the same collective");
+  compare->add_option("log", cmp->log, "nccl-tests output file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compare->add_option("--profile", cmp->profile,
+                      "Hardware profile (default: the scenario's cluster.gpu)");
+  compare->add_option("--algo", cmp->algorithm, "Algorithm to simulate (default: auto)");
+  compare->add_option("--op", cmp->op, "Collective of runs the log does not name");
+  compare->add_option("--nodes", cmp->nodes, "Nodes the log ran on (default: from the log)");
+  compare->add_option("--gpus-per-node", cmp->gpus_per_node,
+                      "GPUs per node (default: from the log)");
+  compare
+      ->add_option("--scenario", cmp->scenario.path,
+                   "Scenario whose fabric to use (default: embedded)")
+      ->check(CLI::ExistingFile);
+  compare->add_option("--set", cmp->scenario.overrides, "Override a scenario field (repeatable)");
+  compare->add_flag("--json", cmp->scenario.json, "Print JSON");
+
   auto show_name = std::make_shared<std::string>();
   auto* show = cmd->add_subcommand("show", "List shipped profiles, or print one as JSON");
   show->add_option("profile", *show_name, "Shipped profile name or .json path");
 
-  return [fit, show, fit_args, show_name]() -> int {
+  return [fit, show, compare, fit_args, cmp, show_name]() -> int {
     if (fit->parsed()) return run_fit(*fit_args);
+    if (compare->parsed()) return run_compare(*cmp);
     if (show->parsed()) return run_show(*show_name);
     return 1;
   };

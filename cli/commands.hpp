@@ -27,5 +27,6 @@ Action add_bom(CLI::App& app);
 Action add_run(CLI::App& app);
 Action add_topology(CLI::App& app);
 Action add_calibrate(CLI::App& app);
+Action add_collective(CLI::App& app);
 
 }  // namespace twin::cli

@@ -1,0 +1,147 @@
+#pragma once
+/// Collective algorithms as plans of flows, and their simulation on the fabric.
+///
+/// A plan is a pure function of (op, algorithm, groups, bytes, fabric): phases of concurrent
+/// transfers, each phase tagged with the profile curve that calibrates it. No engine is
+/// involved in planning, so plans are testable on their own.
+///
+/// Conventions follow nccl-tests: `bytes` is the per-rank buffer size nccl-tests reports
+/// (all-gather: the gathered output; reduce-scatter: the input), and
+///   busbw = algbw * factor, algbw = bytes / time,
+///   factor = 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter, all-to-all), 1 else.
+///
+/// Time of a collective (Hockney form, per phase):
+///   t = latency(curve) + sum over phases of T_flow(phase) / efficiency(curve of phase)
+/// where T_flow is the makespan of the phase's flows under max-min sharing on the fabric (in
+/// the given state), started together, without latency (the curve's latency carries it).
+/// A pipelined algorithm (ring, tree, NVLS) is one phase in its steady state — every link of
+/// the pipeline busy at once — not 2(n-1) steps. Every group given is planned into the same
+/// phases, so concurrent instances (e.g. all data-parallel groups at once) share links.
+///
+/// Algorithms:
+///  ring      G rail-aligned channels when groups span whole nodes (channel c enters node i on
+///            rail (c+i) mod G and leaves on rail (c+i+1) mod G, so every inter-node hop stays
+///            on one rail and every NIC carries one channel each way); else one ring in group
+///            order. Each ring edge carries factor * bytes / channels.
+///  tree      all-reduce: two complementary binary trees over nodes (NCCL's double binary
+///            tree), each carrying half the data up (reduce) and down (broadcast) at once,
+///            one channel per rail; inside nodes a chain per channel.
+///  nvls      all-reduce inside one node through NVSwitch multicast/reduction: each GPU moves
+///            bytes * (n+1)/n up to and down from the switch.
+///  sharp     all-reduce across nodes with reduction in the IB switches: NVLS-like inside the
+///            node, and each GPU sends its 1/G share up to its leaf and receives the result:
+///            half the NIC traffic of a ring.
+///  hierarchical  reduce-scatter inside each node, all-reduce per rail across nodes (ring on
+///            bytes/G), all-gather inside each node: three phases one after another.
+///  pairwise  all-to-all: every rank sends bytes/n to every other, each through its own NIC.
+///  pxn       all-to-all rail-aligned (NCCL PXN): data for rail r of another node first moves
+///            over NVLink to the local GPU on rail r, then NIC r to NIC r.
+///  direct    send/recv: rank i sends bytes to rank i+1 (nccl-tests sendrecv).
+///  ring (broadcast) pipelined chain from the root: every edge carries bytes.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibrate/profile.hpp"
+#include "netsim/engine.hpp"
+#include "topology/fabric.hpp"
+#include "topology/fabric_state.hpp"
+#include "topology/routing.hpp"
+
+namespace twin::netsim {
+
+const std::vector<std::string>& collective_ops();
+/// Algorithms that implement an op.
+std::vector<std::string> algorithms_for(const std::string& op);
+/// nccl-tests' bus bandwidth factor for n ranks.
+double busbw_factor(const std::string& op, int ranks);
+
+/// A transfer between GPUs, or between a GPU and its NVSwitch (`to_switch`/`from_switch`) or
+/// its leaf switch (`to_leaf`/`from_leaf`) for in-switch reduction.
+struct Transfer {
+  enum class Kind { gpu_to_gpu, to_switch, from_switch, to_leaf, from_leaf };
+  Kind kind = Kind::gpu_to_gpu;
+  int src_gpu = -1;
+  int dst_gpu = -1;
+  double bytes = 0;
+};
+
+struct Phase {
+  std::string op;               ///< the collective this phase performs (hierarchical: rs/ar/ag)
+  std::string curve_algorithm;  ///< profile curve: ring, tree, nvls, sharp, pairwise, direct
+  std::string scope;            ///< intra_node or inter_node
+  std::vector<Transfer> transfers;
+};
+
+struct Plan {
+  std::string op, algorithm;
+  int ranks = 0;  ///< per group
+  int nodes = 0;  ///< servers spanned by a group
+  double bytes = 0;
+  std::vector<Phase> phases;
+};
+
+/// Plans `op` with `algorithm` for every group at once. Groups are lists of GPU indices (all
+/// the same size); errors (unknown op or algorithm, a group too small, a GPU out of range,
+/// an algorithm that does not fit the groups) name the field.
+Plan plan_collective(const topology::Fabric& fabric, const std::string& op,
+                     const std::string& algorithm, const std::vector<std::vector<int>>& groups,
+                     double bytes);
+
+struct CollectiveResult {
+  std::string op, algorithm;
+  double bytes = 0;
+  int ranks = 0;
+  double time_s = 0;
+  double latency_s = 0;
+  std::vector<double> phase_flow_s;  ///< link-limited makespan of each phase
+  double algbw_GBps = 0, busbw_GBps = 0;
+  std::size_t flows = 0;
+  /// Every curve used was fitted at this scale (nodes x GPUs per node) on a size range that
+  /// contains this size: the measurement shows this algorithm is what ran there.
+  bool measured_here = false;
+};
+
+/// Runs plans on an engine with the profile's corrections. Identical phases (same transfers)
+/// are solved once and reused; the fabric state is fixed for the simulator's lifetime (make a
+/// new simulator for another state).
+class CollectiveSimulator {
+ public:
+  CollectiveSimulator(const topology::Fabric& fabric, const topology::FabricState* state,
+                      const calibrate::Profile& profile, std::unique_ptr<Engine> engine);
+
+  /// Simulates with a given algorithm. "auto" follows the evidence first: if curves measured
+  /// at this scale cover this size, the algorithm measured there (the one NCCL actually ran);
+  /// otherwise the fastest predicted among those the profile calibrates — as NCCL's tuner
+  /// takes the algorithm its latency-bandwidth cost model predicts fastest.
+  CollectiveResult run(const std::string& op, const std::string& algorithm,
+                       const std::vector<std::vector<int>>& groups, double bytes);
+  /// Link bytes of the last phase solved (for link-utilization views).
+  [[nodiscard]] const std::vector<double>& last_link_bytes() const { return last_link_bytes_; }
+  [[nodiscard]] std::size_t phases_solved() const { return phases_solved_; }
+
+ private:
+  CollectiveResult run_plan(const Plan& plan);
+  /// Link-limited makespan of a phase. Fluid max-min with a common start and no latency is
+  /// scale-free (rates do not depend on bytes), so makespans are cached per byte of the
+  /// collective's size and one solve serves every size of a sweep.
+  double solve_phase(const Phase& phase, double bytes);
+  const calibrate::CollectiveCurve& curve(const std::string& op, const std::string& algorithm,
+                                          const std::string& scope, double bytes) const;
+
+  const topology::Fabric* fabric_;
+  const topology::FabricState* state_;
+  const calibrate::Profile* profile_;
+  std::unique_ptr<Engine> engine_;
+  topology::Router router_;
+  std::vector<double> capacity_;
+  std::map<std::uint64_t, double> phase_cache_;  ///< makespan by phase signature
+  std::vector<double> last_link_bytes_;
+  std::size_t phases_solved_ = 0;
+};
+
+}  // namespace twin::netsim

@@ -1,0 +1,232 @@
+#include "twin/collective_sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "calibrate/profile.hpp"
+#include "core/error.hpp"
+#include "netsim/collective.hpp"
+#include "topology/fabric.hpp"
+
+namespace twin::sim {
+namespace {
+
+double parse_size(const std::string& token) {
+  if (token.empty()) throw core::Error("--sizes", token, "empty size");
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(token, &used);
+  } catch (const std::exception&) {
+    throw core::Error("--sizes", token, "not a size (e.g. 32M, 1G, 4096)");
+  }
+  std::string unit = token.substr(used);
+  for (auto& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (!unit.empty() && unit.back() == 'B') unit.pop_back();
+  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
+  double scale = 1;
+  if (unit == "K")
+    scale = 1024.0;
+  else if (unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    throw core::Error("--sizes", token, "unknown unit; use K, M, G or T (binary)");
+  const double bytes = value * scale;
+  if (!(bytes >= 1)) throw core::Error("--sizes", token, "sizes must be at least 1 byte");
+  return std::round(bytes);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<int> all_gpus(int count) {
+  std::vector<int> g(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) g[static_cast<std::size_t>(i)] = i;
+  return g;
+}
+
+}  // namespace
+
+std::vector<double> parse_sizes(const std::string& text) {
+  std::vector<double> sizes;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    const double from = parse_size(text.substr(0, colon)), to = parse_size(text.substr(colon + 1));
+    if (to < from) throw core::Error("--sizes", text, "the range ends below its start");
+    for (double s = from; s <= to; s *= 2) sizes.push_back(s);
+    return sizes;
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    sizes.push_back(parse_size(text.substr(start, comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return sizes;
+}
+
+Scenario resized(const Scenario& scenario, int nodes, int gpus_per_node) {
+  if (nodes < 1) throw core::Error("--nodes", std::to_string(nodes), "must be at least 1");
+  if (gpus_per_node < 1)
+    throw core::Error("--gpus-per-node", std::to_string(gpus_per_node), "must be at least 1");
+  Scenario s = scenario;
+  const bool nic_per_gpu = s.cluster.nics_per_node == s.cluster.gpus_per_node;
+  s.cluster.nodes = nodes;
+  s.cluster.gpus_per_node = gpus_per_node;
+  if (nic_per_gpu || s.cluster.nics_per_node > gpus_per_node)
+    s.cluster.nics_per_node = gpus_per_node;
+  return s;
+}
+
+SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec) {
+  const Scenario s = resized(scenario, spec.nodes, spec.gpus_per_node);
+  const topology::Fabric fabric(s.cluster, s.fabric);
+  const calibrate::Profile profile =
+      calibrate::load_profile(spec.profile.empty() ? s.cluster.gpu : spec.profile);
+  if (spec.sizes.empty()) throw core::Error("--sizes", "", "no sizes to run");
+  netsim::CollectiveSimulator sim(fabric, nullptr, profile, netsim::make_engine(spec.engine));
+  const std::vector<std::vector<int>> groups{all_gpus(fabric.gpu_count())};
+  SweepResult result{spec.op, spec.engine, profile.name, spec.nodes, spec.gpus_per_node, {}};
+  for (double size : spec.sizes) {
+    const auto r = sim.run(spec.op, spec.algorithm, groups, size);
+    result.rows.push_back({size, r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps, r.algorithm});
+  }
+  return result;
+}
+
+std::string sweep_table(const SweepResult& r) {
+  std::string out = fmt::format(
+      "# clustertwin collective: {} on {} node(s) x {} GPUs ({} ranks), engine {}, profile {}\n",
+      r.op, r.nodes, r.gpus_per_node, r.nodes * r.gpus_per_node, r.engine, r.profile);
+  out += fmt::format("# Collective test starting: {}_perf\n", r.op);
+  out += "#\n";
+  out += fmt::format("#{:>12}  {:>12}  {:>8}  {:>12}  {:>10}  {:>8}  {:>8}\n", "size", "count",
+                     "type", "algo", "time", "algbw", "busbw");
+  out += fmt::format("#{:>12}  {:>12}  {:>8}  {:>12}  {:>10}  {:>8}  {:>8}\n", "(B)", "(elements)",
+                     "", "", "(us)", "(GB/s)", "(GB/s)");
+  double sum = 0;
+  for (const auto& row : r.rows) {
+    out += fmt::format(" {:>12.0f}  {:>12.0f}  {:>8}  {:>12}  {:>10.2f}  {:>8.2f}  {:>8.2f}\n",
+                       row.size_bytes, std::floor(row.size_bytes / 4), "float", row.algorithm,
+                       row.time_us, row.algbw_GBps, row.busbw_GBps);
+    sum += row.busbw_GBps;
+  }
+  out += fmt::format("# Avg bus bandwidth    : {:.3f}\n",
+                     r.rows.empty() ? 0.0 : sum / static_cast<double>(r.rows.size()));
+  return out;
+}
+
+std::string sweep_json(const SweepResult& r) {
+  nlohmann::ordered_json j;
+  j["op"] = r.op;
+  j["nodes"] = r.nodes;
+  j["gpus_per_node"] = r.gpus_per_node;
+  j["engine"] = r.engine;
+  j["profile"] = r.profile;
+  auto& rows = j["rows"] = nlohmann::ordered_json::array();
+  for (const auto& row : r.rows)
+    rows.push_back({{"size_bytes", row.size_bytes},
+                    {"time_us", row.time_us},
+                    {"algbw_GBps", row.algbw_GBps},
+                    {"busbw_GBps", row.busbw_GBps},
+                    {"algorithm", row.algorithm}});
+  return j.dump(2) + "\n";
+}
+
+std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::NcclTestsLog& log,
+                                    const std::string& profile, const std::string& algorithm,
+                                    int nodes_override, int gpus_override) {
+  const int nodes = nodes_override > 0 ? nodes_override : log.nodes;
+  const int gpn = gpus_override > 0 ? gpus_override : log.gpus_per_node;
+  if (nodes <= 0 || gpn <= 0)
+    throw core::Error("scale", "",
+                      "the log does not say how many nodes and GPUs per node it ran on; give "
+                      "--nodes and --gpus-per-node",
+                      log.source);
+  std::vector<Comparison> out;
+  for (const auto& run : log.runs) {
+    SweepSpec spec;
+    spec.op = run.op;
+    spec.algorithm = algorithm;
+    spec.profile = profile;
+    spec.nodes = nodes;
+    spec.gpus_per_node = gpn;
+    for (const auto& row : run.rows) spec.sizes.push_back(row.size_bytes);
+    const SweepResult sim = run_collective_sweep(scenario, spec);
+    Comparison c{run.op, nodes, gpn, {}, 0, 0, false};
+    std::vector<double> errors, ratios;
+    for (std::size_t i = 0; i < run.rows.size(); ++i) {
+      const double measured = run.rows[i].busbw_GBps, simulated = sim.rows[i].busbw_GBps;
+      const double error = 100.0 * (simulated / measured - 1.0);
+      c.rows.push_back({run.rows[i].size_bytes, measured, simulated, error, sim.rows[i].algorithm});
+      errors.push_back(std::abs(error));
+      ratios.push_back(measured / simulated);
+    }
+    c.median_abs_error_pct = median(errors);
+    c.median_measured_over_simulated = median(ratios);
+    c.far_below = c.median_measured_over_simulated < 0.5;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string comparison_table(const std::vector<Comparison>& comparisons) {
+  std::string out;
+  for (const auto& c : comparisons) {
+    out += fmt::format("# {} on {} node(s) x {} GPUs: measured vs simulated bus bandwidth\n", c.op,
+                       c.nodes, c.gpus_per_node);
+    out += fmt::format("{:>14}  {:>12}  {:>14}  {:>15}  {:>8}\n", "size (B)", "algo",
+                       "measured GB/s", "simulated GB/s", "error");
+    for (const auto& row : c.rows)
+      out += fmt::format("{:>14.0f}  {:>12}  {:>14.2f}  {:>15.2f}  {:>7.1f}%\n", row.size_bytes,
+                         row.algorithm, row.measured_busbw_GBps, row.simulated_busbw_GBps,
+                         row.error_pct);
+    out += fmt::format("median |error| {:.1f}%; measured / simulated {:.2f}\n",
+                       c.median_abs_error_pct, c.median_measured_over_simulated);
+    if (c.far_below)
+      out += fmt::format(
+          "WARNING: measured bus bandwidth is {:.0f}% of what this profile predicts for healthy "
+          "hardware at this scale: the measured system is far below expectation (degraded links, "
+          "wrong NIC or NCCL configuration?)\n",
+          100.0 * c.median_measured_over_simulated);
+  }
+  return out;
+}
+
+std::string comparison_json(const std::vector<Comparison>& comparisons) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& c : comparisons) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& row : c.rows)
+      rows.push_back({{"size_bytes", row.size_bytes},
+                      {"measured_busbw_GBps", row.measured_busbw_GBps},
+                      {"simulated_busbw_GBps", row.simulated_busbw_GBps},
+                      {"error_pct", row.error_pct},
+                      {"algorithm", row.algorithm}});
+    arr.push_back({{"op", c.op},
+                   {"nodes", c.nodes},
+                   {"gpus_per_node", c.gpus_per_node},
+                   {"rows", rows},
+                   {"median_abs_error_pct", c.median_abs_error_pct},
+                   {"median_measured_over_simulated", c.median_measured_over_simulated},
+                   {"far_below_expectation", c.far_below}});
+  }
+  // One run (the usual nccl-tests log) prints as an object, several as a list.
+  const nlohmann::ordered_json out =
+      arr.size() == 1 ? arr[0] : nlohmann::ordered_json{{"runs", arr}};
+  return out.dump(2) + "\n";
+}
+
+}  // namespace twin::sim

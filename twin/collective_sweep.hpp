@@ -1,0 +1,73 @@
+#pragma once
+/// Collective benchmarks on the twin, in the shape of nccl-tests: one collective over all GPUs
+/// of a cluster resized to N nodes of G GPUs (fabric and hardware profile from the scenario),
+/// over a range of sizes — so the output can sit beside a real nccl-tests log, and a real log
+/// can be compared with what the twin predicts for it.
+
+#include <string>
+#include <vector>
+
+#include "calibrate/nccl_tests.hpp"
+#include "twin/scenario.hpp"
+
+namespace twin::sim {
+
+struct SweepSpec {
+  std::string op = "all_reduce";
+  std::string algorithm = "auto";
+  std::string engine = "native";
+  std::string profile;  ///< empty: the scenario's cluster.gpu
+  int nodes = 1;
+  int gpus_per_node = 8;
+  std::vector<double> sizes;
+};
+
+struct SweepRow {
+  double size_bytes = 0;
+  double time_us = 0;
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+  std::string algorithm;
+};
+
+struct SweepResult {
+  std::string op, engine, profile;
+  int nodes = 0, gpus_per_node = 0;
+  std::vector<SweepRow> rows;
+};
+
+/// Sizes from "32M:16G" (doubling), "1G", or "8K,64K,1M"; K/M/G are binary (as nccl-tests -b/-e).
+std::vector<double> parse_sizes(const std::string& text);
+
+/// The scenario's cluster with `nodes` x `gpus_per_node` (one NIC per GPU when the scenario has
+/// one per GPU), everything else unchanged.
+Scenario resized(const Scenario& scenario, int nodes, int gpus_per_node);
+
+SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec);
+
+/// nccl-tests-style table (parsable by the nccl-tests reader) and JSON.
+std::string sweep_table(const SweepResult& result);
+std::string sweep_json(const SweepResult& result);
+
+struct ComparisonRow {
+  double size_bytes = 0, measured_busbw_GBps = 0, simulated_busbw_GBps = 0, error_pct = 0;
+  std::string algorithm;
+};
+
+struct Comparison {
+  std::string op;
+  int nodes = 0, gpus_per_node = 0;
+  std::vector<ComparisonRow> rows;
+  double median_abs_error_pct = 0;
+  double median_measured_over_simulated = 0;
+  bool far_below = false;  ///< measured under half of what the profile predicts: unhealthy
+};
+
+/// Simulates every run of a log at the log's scale and compares bus bandwidth per size.
+std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::NcclTestsLog& log,
+                                    const std::string& profile, const std::string& algorithm,
+                                    int nodes_override, int gpus_override);
+std::string comparison_table(const std::vector<Comparison>& comparisons);
+std::string comparison_json(const std::vector<Comparison>& comparisons);
+
+}  // namespace twin::sim
