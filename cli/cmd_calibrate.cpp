@@ -5,6 +5,7 @@
 #include "calibrate/calibration.hpp"
 #include "calibrate/nccl_tests.hpp"
 #include "calibrate/profile.hpp"
+#include "calibrate/raw_data.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
@@ -15,6 +16,7 @@ namespace {
 
 struct FitArgs {
   std::vector<std::string> logs;
+  std::vector<std::string> raw;
   std::string base = "h100-sxm";
   std::string output;
   std::string op;
@@ -33,6 +35,8 @@ std::string size_text(double bytes) {
 }
 
 int run_fit(const FitArgs& args) {
+  if (args.logs.empty() && args.raw.empty())
+    throw core::Error("logs", "", "give nccl-tests logs and/or --raw calibration.h5 files to fit");
   calibrate::Profile profile = calibrate::load_profile(args.base);
   if (!args.name.empty()) profile.name = args.name;
   fmt::print("{:<15}{:<7}{:>8}  {:<21}{:>11}{:>11}{:>7}{:>8}{:>9}{:>9}\n", "op", "algo", "scale",
@@ -48,6 +52,24 @@ int run_fit(const FitArgs& args) {
                    seg.fit.latency_us, seg.fit.bus_bandwidth_GBps, seg.curve.efficiency.value, q.r2,
                    q.median_abs_error_pct, q.loo_median_abs_error_pct);
       }
+    }
+  }
+  for (const auto& path : args.raw) {
+    const calibrate::RawCalibration raw = calibrate::read_raw_hdf5(path);
+    const std::string origin = fmt::format("{} ({} on {}, {})", path, raw.gpu, raw.host, raw.date);
+    for (const auto& [dtype, samples] : raw.gemm) {
+      if (dtype != "bf16" || samples.size() < 2) continue;
+      const double error = calibrate::fit_gemm_into(samples, dtype, profile, origin);
+      fmt::print(
+          "gemm {}: peak efficiency {:.3f}, half dimension {:.0f}, median error {:.1f}% over {} "
+          "shapes\n",
+          dtype, profile.gemm_peak_efficiency.value, profile.gemm_half_dim.value, error,
+          samples.size());
+    }
+    if (!raw.hbm.empty()) {
+      calibrate::fit_hbm_into(raw.hbm, profile, origin);
+      fmt::print("hbm: efficiency {:.3f} of {:.0f} GB/s\n", profile.hbm_efficiency.value,
+                 profile.hbm_GBps.value);
     }
   }
   std::ofstream out(args.output);

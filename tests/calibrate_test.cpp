@@ -7,6 +7,7 @@
 #include "calibrate/fit.hpp"
 #include "calibrate/nccl_tests.hpp"
 #include "calibrate/profile.hpp"
+#include "calibrate/raw_data.hpp"
 #include "core/error.hpp"
 
 namespace twin::calibrate {
@@ -245,6 +246,46 @@ TEST(Profile, BadProfilesNameTheField) {
                   std::string("\"payload_efficiency\": {\n      \"value\": 0.95").size(),
                   "\"payload_efficiency\": {\n      \"value\": 1.95");
   EXPECT_EQ(error_of([&] { parse_profile(bad_eff, "p.json"); }).field(), "nic.payload_efficiency");
+}
+
+}  // namespace
+}  // namespace twin::calibrate
+
+namespace twin::calibrate {
+namespace {
+
+TEST(RawData, Hdf5RoundTripAndFitsRecoverKnownParameters) {
+  Profile truth = load_profile("h100-sxm");
+  truth.gemm_peak_efficiency.value = 0.83;
+  truth.gemm_half_dim.value = 256;
+  RawCalibration raw;
+  raw.gpu = "NVIDIA H100 80GB HBM3";
+  raw.host = "node-a";
+  raw.date = "2026-11-29";
+  for (double d : {256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 1000.0, 8200.0}) {
+    const double tflops = 989 * truth.gemm_efficiency(d, d, d);
+    raw.gemm["bf16"].push_back({d, d, d, 2 * d * d * d / (tflops * 1e12) * 1e6, tflops});
+  }
+  raw.hbm = {{1e9, 700, 2857.1}, {2e9, 1380, 2898.6}};
+  raw.collectives["all_reduce"] = {8, 1, {1e6, 2e6}, {10, 15}, {100, 133}, {175, 233}};
+  const std::string path = ::testing::TempDir() + "/calibration.h5";
+  write_raw_hdf5(path, raw);
+  const RawCalibration back = read_raw_hdf5(path);
+  EXPECT_EQ(back.gpu, raw.gpu);
+  EXPECT_EQ(back.date, raw.date);
+  ASSERT_EQ(back.gemm.at("bf16").size(), raw.gemm.at("bf16").size());
+  EXPECT_DOUBLE_EQ(back.gemm.at("bf16")[3].tflops, raw.gemm.at("bf16")[3].tflops);
+  EXPECT_EQ(back.collectives.at("all_reduce").ranks, 8);
+  EXPECT_DOUBLE_EQ(back.collectives.at("all_reduce").busbw_GBps[1], 233);
+
+  Profile fitted = load_profile("h100-sxm");
+  const double error = fit_gemm_into(back.gemm.at("bf16"), "bf16", fitted, "test");
+  EXPECT_LT(error, 0.5);
+  EXPECT_NEAR(fitted.gemm_half_dim.value, 256, 256 * 0.05);
+  EXPECT_NEAR(fitted.gemm_peak_efficiency.value, 0.83, 0.01);
+  fit_hbm_into(back.hbm, fitted, "test");
+  EXPECT_NEAR(fitted.hbm_efficiency.value, 2898.6 / 3350, 1e-9);
+  EXPECT_THROW(read_raw_hdf5(::testing::TempDir() + "/missing.h5"), core::Error);
 }
 
 }  // namespace
