@@ -212,3 +212,23 @@ TEST(Collective, BadInputIsAClearError) {
 
 }  // namespace
 }  // namespace twin::netsim
+
+namespace twin::sim {
+namespace {
+
+TEST(CollectiveSweep, OutputReadsBackAsAnNcclTestsLog) {
+  SweepSpec spec;
+  spec.op = "all_gather";
+  spec.nodes = 2;
+  spec.gpus_per_node = 8;
+  spec.sizes = parse_sizes("64M:256M");
+  const SweepResult result = run_collective_sweep(load_scenario(""), spec);
+  const auto log = calibrate::parse_nccl_tests(sweep_table(result), "sweep");
+  ASSERT_EQ(log.runs.size(), 1u);
+  EXPECT_EQ(log.runs[0].op, "all_gather");
+  ASSERT_EQ(log.runs[0].rows.size(), 3u);
+  EXPECT_NEAR(log.runs[0].rows[2].busbw_GBps, result.rows[2].busbw_GBps, 0.01);
+}
+
+}  // namespace
+}  // namespace twin::sim
