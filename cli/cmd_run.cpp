@@ -1,43 +1,86 @@
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/text.hpp"
+#include "netsim/flow.hpp"
 #include "topology/bom.hpp"
 #include "topology/routing.hpp"
 #include "twin/fabric_report.hpp"
+#include "twin/step_sim.hpp"
 
 namespace twin::cli {
+namespace {
 
-// The main job. What it covers grows with the twin: today it builds the scenario's fabric,
-// prices its bill of materials, and routes the training traffic patterns (rail rings, the
-// bisection shift) to show where the routing concentrates load.
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw core::Error("--out", path, "cannot open for writing");
+  out << text;
+}
+
+}  // namespace
+
+// The main job: the scenario's training step on its cluster (when it has a model), with the
+// fabric's bill of materials and routing load; a fabric-only scenario gets the fabric report.
 Action add_run(CLI::App& app) {
   auto* cmd = app.add_subcommand("run",
-                                 "Run the scenario: fabric, bill of materials, and the "
-                                 "routing load of training traffic");
+                                 "Run the scenario: a training step on the cluster, its "
+                                 "breakdown and time to train; or the fabric report");
   auto opts = std::make_shared<ScenarioOptions>();
+  auto out_dir = std::make_shared<std::string>();
+  auto engine = std::make_shared<std::string>("native");
   opts->add_to(*cmd);
-  return [opts] {
+  cmd->add_option("--out", *out_dir, "Write summary.json, results.h5 and trace.json here");
+  cmd->add_option("--engine", *engine, "Network engine: native or simgrid")->capture_default_str();
+  return [opts, out_dir, engine] {
     const sim::Scenario scenario = opts->load();
     const topology::Fabric fabric(scenario.cluster, scenario.fabric);
     const topology::Bom bom = topology::compute_bom(fabric);
-    const topology::Router router(fabric);
-    const auto loads = sim::pattern_loads(fabric, router);
+    if (!scenario.has_job) {
+      const topology::Router router(fabric);
+      const auto loads = sim::pattern_loads(fabric, router);
+      if (opts->json) {
+        nlohmann::ordered_json j;
+        j["scenario"] = {{"name", scenario.name}, {"source", scenario.source}};
+        j["fabric"] = {{"vertices", fabric.node_count()},
+                       {"links", fabric.link_count()},
+                       {"routing", topology::to_string(router.mode())}};
+        j["bom"] = sim::bom_json(fabric, bom);
+        j["traffic_patterns"] = sim::pattern_loads_json(loads);
+        fmt::print("{}\n", j.dump(2));
+      } else {
+        fmt::print("{}\n", sim::bom_table(scenario, fabric, bom));
+        fmt::print("Routing load ({} routing; load = flows sharing the busiest link of a kind)\n",
+                   topology::to_string(router.mode()));
+        fmt::print("{}", sim::pattern_loads_table(loads));
+        fmt::print(
+            "\nfabric graph: {} vertices, {} directed links (no model section: no training step)\n",
+            fabric.node_count(), fabric.link_count());
+      }
+      return 0;
+    }
+    const sim::StepReport report = sim::simulate_step(scenario, *engine);
+    const std::string summary = sim::step_summary_json(scenario, report);
+    if (!out_dir->empty()) {
+      std::filesystem::create_directories(*out_dir);
+      write_file(*out_dir + "/summary.json", summary);
+      write_file(*out_dir + "/trace.json", sim::step_trace_json(report));
+      sim::write_step_hdf5(*out_dir + "/results.h5", report, netsim::link_capacities(fabric));
+    }
     if (opts->json) {
-      nlohmann::ordered_json j;
-      j["scenario"] = {{"name", scenario.name}, {"source", scenario.source}};
-      j["fabric"] = {{"vertices", fabric.node_count()},
-                     {"links", fabric.link_count()},
-                     {"routing", topology::to_string(router.mode())}};
-      j["bom"] = sim::bom_json(fabric, bom);
-      j["traffic_patterns"] = sim::pattern_loads_json(loads);
-      fmt::print("{}\n", j.dump(2));
+      fmt::print("{}", summary);
     } else {
-      fmt::print("{}\n", sim::bom_table(scenario, fabric, bom));
-      fmt::print("Routing load ({} routing; load = flows sharing the busiest link of a kind)\n",
-                 topology::to_string(router.mode()));
-      fmt::print("{}", sim::pattern_loads_table(loads));
-      fmt::print("\nfabric graph: {} vertices, {} directed links\n", fabric.node_count(),
-                 fabric.link_count());
+      fmt::print("{}: {} ({})\n", scenario.name, scenario.description, scenario.source);
+      fmt::print("fabric: {}-tier fat tree, {} switches, {} cables, bisection {} GB/s\n\n",
+                 fabric.geometry().tiers, bom.switches_total(),
+                 core::with_commas(bom.cables_total()),
+                 core::with_commas(static_cast<std::int64_t>(bom.bisection_GBps)));
+      fmt::print("{}", sim::step_summary_text(scenario, report));
+      if (!out_dir->empty())
+        fmt::print("wrote {0}/summary.json, {0}/results.h5, {0}/trace.json\n", *out_dir);
     }
     return 0;
   };

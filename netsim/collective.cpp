@@ -308,7 +308,7 @@ const calibrate::CollectiveCurve& CollectiveSimulator::curve(const std::string& 
   return *c;
 }
 
-double CollectiveSimulator::solve_phase(const Phase& phase, double bytes) {
+const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase& phase, double bytes) {
   std::uint64_t key = core::hash_combine(0xC011, phase.transfers.size());
   for (const auto& t : phase.transfers)
     key = core::hash_combine(
@@ -316,7 +316,7 @@ double CollectiveSimulator::solve_phase(const Phase& phase, double bytes) {
         static_cast<std::uint64_t>(t.kind) * 1000003u + static_cast<std::uint64_t>(t.src_gpu + 1),
         static_cast<std::uint64_t>(t.dst_gpu + 1),
         static_cast<std::uint64_t>(std::llround(t.bytes / bytes * 1e9)));
-  if (auto it = phase_cache_.find(key); it != phase_cache_.end()) return it->second * bytes;
+  if (auto it = phase_cache_.find(key); it != phase_cache_.end()) return it->second;
 
   FlowSet set;
   set.flows.reserve(phase.transfers.size());
@@ -350,19 +350,27 @@ double CollectiveSimulator::solve_phase(const Phase& phase, double bytes) {
   FlowResult r = engine_->run(set, capacity_);
   ++phases_solved_;
   last_link_bytes_ = std::move(r.link_bytes);
-  phase_cache_[key] = r.makespan_s / bytes;
-  return r.makespan_s;
+  Solved solved;
+  solved.makespan_per_byte = r.makespan_s / bytes;
+  solved.link_bytes_per_byte.resize(last_link_bytes_.size());
+  for (std::size_t i = 0; i < last_link_bytes_.size(); ++i)
+    solved.link_bytes_per_byte[i] = static_cast<float>(last_link_bytes_[i] / bytes);
+  return phase_cache_[key] = std::move(solved);
 }
 
 CollectiveResult CollectiveSimulator::run_plan(const Plan& plan) {
-  CollectiveResult result{plan.op, plan.algorithm, plan.bytes, plan.ranks, 0, 0, {}, 0, 0, 0, true};
+  CollectiveResult result{plan.op, plan.algorithm, plan.bytes, plan.ranks, 0, 0, {}, 0, 0, 0, true, {}};
   const int per = fabric_->cluster().gpus_per_node;
   for (const Phase& phase : plan.phases) {
     const auto& c = curve(phase.op, phase.curve_algorithm, phase.scope, plan.bytes);
     result.measured_here = result.measured_here && c.nodes == plan.nodes &&
                            c.gpus_per_node == per && c.max_bytes > 0 && plan.bytes >= c.min_bytes &&
                            plan.bytes <= c.max_bytes;
-    const double flow_s = solve_phase(phase, plan.bytes);
+    const Solved& solved = solve_phase(phase, plan.bytes);
+    const double flow_s = solved.makespan_per_byte * plan.bytes;
+    if (result.link_bytes.empty()) result.link_bytes.assign(solved.link_bytes_per_byte.size(), 0.0);
+    for (std::size_t i = 0; i < solved.link_bytes_per_byte.size(); ++i)
+      result.link_bytes[i] += solved.link_bytes_per_byte[i] * plan.bytes;
     result.phase_flow_s.push_back(flow_s);
     result.latency_s += c.latency_us.value * 1e-6;
     result.time_s += c.latency_us.value * 1e-6 + flow_s / c.efficiency.value;

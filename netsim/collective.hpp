@@ -104,6 +104,8 @@ struct CollectiveResult {
   /// Every curve used was fitted at this scale (nodes x GPUs per node) on a size range that
   /// contains this size: the measurement shows this algorithm is what ran there.
   bool measured_here = false;
+  /// Bytes each link carried during this collective (indexed by LinkId), all groups together.
+  std::vector<double> link_bytes;
 };
 
 /// Runs plans on an engine with the profile's corrections. Identical phases (same transfers)
@@ -125,11 +127,15 @@ class CollectiveSimulator {
   [[nodiscard]] std::size_t phases_solved() const { return phases_solved_; }
 
  private:
+  struct Solved {
+    double makespan_per_byte = 0;
+    std::vector<float> link_bytes_per_byte;
+  };
   CollectiveResult run_plan(const Plan& plan);
   /// Link-limited makespan of a phase. Fluid max-min with a common start and no latency is
   /// scale-free (rates do not depend on bytes), so makespans are cached per byte of the
   /// collective's size and one solve serves every size of a sweep.
-  double solve_phase(const Phase& phase, double bytes);
+  const Solved& solve_phase(const Phase& phase, double bytes);
   const calibrate::CollectiveCurve& curve(const std::string& op, const std::string& algorithm,
                                           const std::string& scope, double bytes) const;
 
@@ -139,7 +145,7 @@ class CollectiveSimulator {
   std::unique_ptr<Engine> engine_;
   topology::Router router_;
   std::vector<double> capacity_;
-  std::map<std::uint64_t, double> phase_cache_;  ///< makespan by phase signature
+  std::map<std::uint64_t, Solved> phase_cache_;  ///< by phase signature
   std::vector<double> last_link_bytes_;
   std::size_t phases_solved_ = 0;
 };

@@ -54,6 +54,69 @@ void read_fabric(MapReader r, topology::FabricSpec& f) {
   r.finish();
 }
 
+void read_model(MapReader r, workload::ModelSpec& m) {
+  std::string preset;
+  r.get("preset", preset);
+  if (!preset.empty()) {
+    try {
+      m = workload::model_preset(preset);
+    } catch (const core::Error& e) {
+      throw r.error("preset", preset, e.reason());
+    }
+  }
+  r.get("name", m.name);
+  if (m.name.empty()) m.name = "custom";
+  r.get("layers", m.layers);
+  r.get("hidden", m.hidden);
+  r.get("heads", m.heads);
+  r.get("kv_heads", m.kv_heads);
+  if (m.kv_heads == 0) m.kv_heads = m.heads;
+  r.get("ffn_hidden", m.ffn_hidden);
+  r.get("vocab", m.vocab);
+  r.get("seq_len", m.seq_len);
+  r.get("mlp", m.mlp);
+  r.get("experts", m.experts);
+  r.get("top_k", m.top_k);
+  r.get("expert_ffn_hidden", m.expert_ffn_hidden);
+  r.get("shared_experts", m.shared_experts);
+  r.get("moe_layer_every", m.moe_layer_every);
+  r.get("capacity_factor", m.capacity_factor);
+  r.finish();
+}
+
+void read_parallelism(MapReader r, workload::ParallelismSpec& p) {
+  r.get("tp", p.tp);
+  r.get("pp", p.pp);
+  r.get("dp", p.dp);
+  r.get("ep", p.ep);
+  r.get("zero", p.zero);
+  r.get("hsdp_shard", p.hsdp_shard);
+  r.get("virtual_stages", p.virtual_stages);
+  r.get("micro_batch", p.micro_batch);
+  r.get("sequence_parallel", p.sequence_parallel);
+  r.get("recompute", p.recompute);
+  r.finish();
+}
+
+void read_training(MapReader r, workload::TrainingSpec& t) {
+  r.get("global_batch", t.global_batch);
+  r.get("tokens", t.tokens);
+  r.get("precision", t.precision);
+  r.get("memory_reserve_GB", t.memory_reserve_GB);
+  r.get("price_per_gpu_hour", t.price_per_gpu_hour);
+  r.finish();
+}
+
+void read_perturbations(MapReader r, Scenario& s) {
+  MapReader slow = r.section("slow_gpu");
+  slow.get("gpu", s.slow_gpu);
+  slow.get("factor", s.slow_factor);
+  slow.finish();
+  r.finish();
+  if (s.slow_gpu >= 0 && !(s.slow_factor >= 1.0))
+    throw slow.error("factor", fmt::format("{}", s.slow_factor), "a slowdown factor is >= 1");
+}
+
 }  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
@@ -89,6 +152,11 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   top.get("description", s.description);
   read_cluster(top.section("cluster"), s.cluster);
   read_fabric(top.section("fabric"), s.fabric);
+  s.has_job = root["model"].IsDefined() && !root["model"].IsNull();
+  read_model(top.section("model"), s.model);
+  read_parallelism(top.section("parallelism"), s.parallelism);
+  read_training(top.section("training"), s.training);
+  read_perturbations(top.section("perturbations"), s);
   top.finish();
   return s;
 }
@@ -140,6 +208,45 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "routing" << YAML::Value << std::string(topology::to_string(f.routing));
   out << YAML::Key << "routing_seed" << YAML::Value << f.routing_seed;
   out << YAML::EndMap;
+  if (s.has_job) {
+    const auto& m = s.model;
+    out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << m.name;
+    out << YAML::Key << "layers" << YAML::Value << m.layers;
+    out << YAML::Key << "hidden" << YAML::Value << m.hidden;
+    out << YAML::Key << "heads" << YAML::Value << m.heads;
+    out << YAML::Key << "kv_heads" << YAML::Value << m.kv_heads;
+    out << YAML::Key << "ffn_hidden" << YAML::Value << m.ffn_hidden;
+    out << YAML::Key << "vocab" << YAML::Value << m.vocab;
+    out << YAML::Key << "seq_len" << YAML::Value << m.seq_len;
+    out << YAML::Key << "mlp" << YAML::Value << m.mlp;
+    out << YAML::Key << "experts" << YAML::Value << m.experts;
+    out << YAML::Key << "top_k" << YAML::Value << m.top_k;
+    out << YAML::Key << "expert_ffn_hidden" << YAML::Value << m.expert_ffn_hidden;
+    out << YAML::Key << "shared_experts" << YAML::Value << m.shared_experts;
+    out << YAML::Key << "moe_layer_every" << YAML::Value << m.moe_layer_every;
+    out << YAML::Key << "capacity_factor" << YAML::Value << m.capacity_factor;
+    out << YAML::EndMap;
+    const auto& p = s.parallelism;
+    out << YAML::Key << "parallelism" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "tp" << YAML::Value << p.tp << YAML::Key << "pp" << YAML::Value << p.pp;
+    out << YAML::Key << "dp" << YAML::Value << p.dp << YAML::Key << "ep" << YAML::Value << p.ep;
+    out << YAML::Key << "zero" << YAML::Value << p.zero;
+    out << YAML::Key << "hsdp_shard" << YAML::Value << p.hsdp_shard;
+    out << YAML::Key << "virtual_stages" << YAML::Value << p.virtual_stages;
+    out << YAML::Key << "micro_batch" << YAML::Value << p.micro_batch;
+    out << YAML::Key << "sequence_parallel" << YAML::Value << p.sequence_parallel;
+    out << YAML::Key << "recompute" << YAML::Value << p.recompute;
+    out << YAML::EndMap;
+    const auto& t = s.training;
+    out << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "global_batch" << YAML::Value << t.global_batch;
+    out << YAML::Key << "tokens" << YAML::Value << t.tokens;
+    out << YAML::Key << "precision" << YAML::Value << t.precision;
+    out << YAML::Key << "memory_reserve_GB" << YAML::Value << t.memory_reserve_GB;
+    out << YAML::Key << "price_per_gpu_hour" << YAML::Value << t.price_per_gpu_hour;
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "topology/spec.hpp"
+#include "workload/model.hpp"
+#include "workload/parallelism.hpp"
 
 namespace twin::sim {
 
@@ -27,6 +29,14 @@ struct Scenario {
   std::string description;
   topology::ClusterSpec cluster;
   topology::FabricSpec fabric;
+  /// The training job (optional: a fabric-only scenario has no `model` section).
+  bool has_job = false;
+  workload::ModelSpec model;
+  workload::ParallelismSpec parallelism;
+  workload::TrainingSpec training;
+  /// Perturbations of the symmetric job: one GPU slowed by a factor (a straggler).
+  int slow_gpu = -1;
+  double slow_factor = 1.0;
   /// Where it came from: a file path, or "<default>" for the embedded scenario.
   std::string source;
 };

@@ -1,0 +1,447 @@
+#include "twin/step_sim.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "calibrate/profile.hpp"
+#include "core/error.hpp"
+#include "core/text.hpp"
+#include "netsim/collective.hpp"
+#include "topology/fabric.hpp"
+#include "workload/step_program.hpp"
+
+namespace twin::sim {
+namespace {
+
+using workload::ChunkCost;
+using workload::Layout;
+
+/// Communication costs of one stage (seconds per call), from the network simulation.
+struct StageComm {
+  double tp_slot_s = 0;  ///< one TP "all-reduce" slot (AR, or AG + RS with sequence parallelism)
+  double ep_s = 0;       ///< one all-to-all
+  double p2p_s = 0;      ///< activation to the next stage
+  std::vector<double> dp_sync_s, fsdp_gather_s, fsdp_scatter_s, hsdp_reduce_s;  ///< per chunk
+};
+
+struct Op {
+  bool forward;
+  int chunk;
+  int micro_batch;
+};
+
+/// Megatron's interleaved 1F1B order for one stage (v = 1: plain 1F1B).
+std::vector<Op> schedule(int stage, int pp, int v, int m) {
+  const int total = m * v;
+  const int warmup = std::min(total, (pp - stage - 1) * 2 + (v - 1) * pp);
+  auto id = [&](int k, bool forward) {
+    const int chunk_in_group = (k / pp) % v;
+    const int chunk = forward ? chunk_in_group : v - 1 - chunk_in_group;
+    const int mb = (k / (pp * v)) * pp + k % pp;
+    return Op{forward, chunk, v == 1 ? k : mb};
+  };
+  std::vector<Op> ops;
+  for (int k = 0; k < warmup; ++k) ops.push_back(id(k, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    ops.push_back(id(warmup + k, true));
+    ops.push_back(id(k, false));
+  }
+  for (int k = total - warmup; k < total; ++k) ops.push_back(id(k, false));
+  return ops;
+}
+
+struct Instance {
+  double step_s = 0;
+  int critical_stage = 0;
+  std::vector<TimelineOp> timeline;
+  std::vector<std::pair<std::string, double>> breakdown;
+};
+
+/// Runs the DES of all stages for one instance; `scale[s]` multiplies stage s's compute.
+Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
+                      const std::vector<std::vector<ChunkCost>>& cost,
+                      const std::vector<StageComm>& comm, const std::vector<double>& optimizer_s,
+                      const std::vector<double>& scale, double overlap_slowdown) {
+  const int pp = layout.pp, v = p.virtual_stages, m = layout.micro_batches;
+  const bool fsdp = p.zero >= 3;
+  auto index = [&](int stage, bool fwd, int chunk, int mb) {
+    return ((static_cast<std::size_t>(stage) * 2 + (fwd ? 0 : 1)) * v + chunk) * m + mb;
+  };
+  std::vector<double> end(static_cast<std::size_t>(pp) * 2 * v * m, -1.0);
+  std::vector<std::vector<Op>> order(pp);
+  for (int s = 0; s < pp; ++s) order[s] = schedule(s, pp, v, m);
+  std::vector<std::size_t> next(pp, 0);
+  std::vector<double> compute_free(pp, 0.0), comm_free(pp, 0.0), prefetch_issue(pp, 0.0);
+  std::vector<double> busy(pp, 0.0), compute_sum(pp, 0.0), tp_sum(pp, 0.0), ep_sum(pp, 0.0),
+      fsdp_wait(pp, 0.0);
+  std::vector<std::vector<int>> backward_done(pp, std::vector<int>(v, 0));
+  Instance out;
+  auto comm_job = [&](int s, double issue, double duration, const std::string& name) {
+    if (duration <= 0) return;
+    const double start = std::max(issue, comm_free[s]);
+    comm_free[s] = start + duration;
+    out.timeline.push_back({s, "comm", name, start, start + duration});
+  };
+
+  std::size_t remaining = static_cast<std::size_t>(pp) * 2 * v * m;
+  while (remaining > 0) {
+    bool progress = false;
+    for (int s = 0; s < pp; ++s) {
+      while (next[s] < order[s].size()) {
+        const Op op = order[s][next[s]];
+        // The op this one waits for, and the transfer between them.
+        double ready = 0;
+        if (op.forward) {
+          if (s > 0) {
+            const double e = end[index(s - 1, true, op.chunk, op.micro_batch)];
+            if (e < 0) break;
+            ready = e + comm[s - 1].p2p_s;
+          } else if (op.chunk > 0) {
+            const double e = end[index(pp - 1, true, op.chunk - 1, op.micro_batch)];
+            if (e < 0) break;
+            ready = e + comm[pp - 1].p2p_s;
+          }
+        } else {
+          if (s < pp - 1) {
+            const double e = end[index(s + 1, false, op.chunk, op.micro_batch)];
+            if (e < 0) break;
+            ready = e + comm[s].p2p_s;
+          } else if (op.chunk < v - 1) {
+            const double e = end[index(0, false, op.chunk + 1, op.micro_batch)];
+            if (e < 0) break;
+            ready = e + comm[s].p2p_s;
+          } else {
+            const double e = end[index(s, true, op.chunk, op.micro_batch)];
+            if (e < 0) break;
+            ready = e;
+          }
+        }
+        double start = std::max(ready, compute_free[s]);
+        if (fsdp) {  // parameters gathered one op ahead on the communication stream
+          const double before = comm_free[s];
+          comm_job(s, prefetch_issue[s], comm[s].fsdp_gather_s[op.chunk],
+                   fmt::format("FSDP all_gather c{}", op.chunk));
+          const double gathered = std::max(before, comm_free[s]);
+          if (gathered > start) {
+            fsdp_wait[s] += gathered - start;
+            start = gathered;
+          }
+        }
+        const ChunkCost& c = cost[s][op.chunk];
+        const bool overlapped = comm_free[s] > start;
+        const double compute = (op.forward ? c.forward_s : c.backward_s) * scale[s] *
+                               (overlapped ? 1.0 + overlap_slowdown : 1.0);
+        const double tp = c.tp_collectives * comm[s].tp_slot_s;
+        const double ep = c.ep_alltoalls * comm[s].ep_s;
+        const double finish = start + compute + tp + ep;
+        prefetch_issue[s] = start;
+        compute_free[s] = finish;
+        end[index(s, op.forward, op.chunk, op.micro_batch)] = finish;
+        busy[s] += finish - start;
+        compute_sum[s] += compute;
+        tp_sum[s] += tp;
+        ep_sum[s] += ep;
+        out.timeline.push_back(
+            {s, "compute",
+             fmt::format("{} c{} mb{}", op.forward ? "F" : "B", op.chunk, op.micro_batch), start,
+             finish});
+        if (!op.forward) {
+          if (fsdp)
+            comm_job(s, finish, comm[s].fsdp_scatter_s[op.chunk],
+                     fmt::format("FSDP reduce_scatter c{}", op.chunk));
+          if (++backward_done[s][op.chunk] == m) {
+            comm_job(s, finish, comm[s].dp_sync_s[op.chunk],
+                     fmt::format("DP grad sync c{}", op.chunk));
+            comm_job(s, finish, comm[s].hsdp_reduce_s[op.chunk],
+                     fmt::format("HSDP all_reduce c{}", op.chunk));
+          }
+        }
+        ++next[s];
+        --remaining;
+        progress = true;
+      }
+    }
+    if (!progress) throw std::logic_error("step schedule deadlocked (pipeline dependencies)");
+  }
+
+  for (int s = 0; s < pp; ++s) {
+    const double comm_end = std::max(compute_free[s], comm_free[s]);
+    const double stage_end = comm_end + optimizer_s[s];
+    out.timeline.push_back({s, "compute", "optimizer", comm_end, stage_end});
+    if (stage_end > out.step_s) {
+      out.step_s = stage_end;
+      out.critical_stage = s;
+    }
+  }
+  const int s = out.critical_stage;
+  const double idle = compute_free[s] - busy[s];
+  out.breakdown = {{"compute", compute_sum[s]},
+                   {"tp_comm", tp_sum[s]},
+                   {"ep_comm", ep_sum[s]},
+                   {"fsdp_wait", fsdp_wait[s]},
+                   {"pipeline_bubble_and_p2p", idle - fsdp_wait[s]},
+                   {"dp_comm_exposed", std::max(compute_free[s], comm_free[s]) - compute_free[s]},
+                   {"optimizer", optimizer_s[s]}};
+  return out;
+}
+
+}  // namespace
+
+StepReport simulate_step(const Scenario& scenario, const std::string& engine) {
+  if (!scenario.has_job)
+    throw core::Error("model", "", "the scenario has no model section: nothing to train",
+                      scenario.source);
+  const auto& model = scenario.model;
+  const auto& p = scenario.parallelism;
+  const auto& t = scenario.training;
+  const topology::Fabric fabric(scenario.cluster, scenario.fabric);
+  const calibrate::Profile profile = calibrate::load_profile(scenario.cluster.gpu);
+  const Layout layout = workload::make_layout(model, p, t, fabric.gpu_count());
+  StepReport r;
+  r.gpus = fabric.gpu_count();
+  r.micro_batches = layout.micro_batches;
+  r.memory = workload::memory_per_gpu(model, p, t, layout);
+  r.memory_capacity_GB = profile.hbm_GB.value;
+  workload::check_memory(r.memory, profile.hbm_GB.value, profile.gpu_model);
+
+  netsim::CollectiveSimulator net(fabric, nullptr, profile, netsim::make_engine(engine));
+  r.link_bytes.assign(fabric.link_count(), 0.0);
+  std::map<std::string, double> collective_time;
+  // Runs one collective for all `groups` at once; adds its link bytes `count` times per step.
+  auto collective = [&](const std::string& label, const std::string& op,
+                        const std::vector<std::vector<int>>& groups, double bytes, double count) {
+    if (groups.empty() || groups.front().size() < 2 || !(bytes > 0)) return 0.0;
+    const auto res = net.run(op, "auto", groups, bytes);
+    for (std::size_t i = 0; i < res.link_bytes.size(); ++i)
+      r.link_bytes[i] += count * res.link_bytes[i];
+    collective_time[label] = res.time_s;
+    return res.time_s;
+  };
+
+  const int pp = layout.pp, v = p.virtual_stages, m = layout.micro_batches;
+  std::vector<std::vector<ChunkCost>> cost(pp);
+  std::vector<StageComm> comm(pp);
+  std::vector<double> optimizer_s(pp);
+  double local_params_max = 0;
+  for (int s = 0; s < pp; ++s) {
+    double stage_params = 0;
+    for (int c = 0; c < v; ++c) {
+      cost[s].push_back(workload::chunk_cost(model, p, t, layout, profile, s, c));
+      stage_params += cost[s].back().params;
+    }
+    const ChunkCost& c0 = cost[s][0];
+    const double slots = static_cast<double>(m) * v * 2;  // per step: every chunk, fwd and bwd
+    const auto tp_groups = layout.tp_groups(s);
+    const double tp_calls = slots * c0.tp_collectives;
+    comm[s].tp_slot_s = p.sequence_parallel
+                            ? collective(fmt::format("TP all_gather s{}", s), "all_gather",
+                                         tp_groups, c0.tp_bytes, tp_calls) +
+                                  collective(fmt::format("TP reduce_scatter s{}", s),
+                                             "reduce_scatter", tp_groups, c0.tp_bytes, tp_calls)
+                            : collective(fmt::format("TP all_reduce s{}", s), "all_reduce",
+                                         tp_groups, c0.tp_bytes, tp_calls);
+    double ep_bytes = 0, ep_calls = 0;
+    for (const auto& c : cost[s]) {
+      ep_bytes = std::max(ep_bytes, c.ep_bytes);
+      ep_calls += static_cast<double>(m) * 2 * c.ep_alltoalls;
+    }
+    if (layout.ep > 1)
+      comm[s].ep_s = collective(fmt::format("EP alltoall s{}", s), "alltoall",
+                                layout.dp_groups(s, layout.ep), ep_bytes, ep_calls);
+    if (s + 1 < pp) {
+      std::vector<std::vector<int>> pairs;
+      for (int d = 0; d < layout.dp; ++d)
+        for (int tr = 0; tr < layout.tp; ++tr)
+          pairs.push_back({layout.gpu(tr, d, s), layout.gpu(tr, d, s + 1)});
+      comm[s].p2p_s = collective(fmt::format("PP send/recv s{}", s), "sendrecv", pairs,
+                                 c0.p2p_bytes, slots / 2);
+    } else if (v > 1 && pp > 1) {
+      comm[s].p2p_s = comm[0].p2p_s;  // last stage to stage 0 of the next chunk: same pattern
+    }
+    for (int c = 0; c < v; ++c) {
+      const ChunkCost& cc = cost[s][c];
+      const double dense_bytes = 2.0 * (cc.params - cc.expert_params);
+      const double expert_bytes = 2.0 * cc.expert_params;
+      double dp = 0, gather = 0, scatter = 0, hsdp = 0;
+      const int shard = layout.shard_group;
+      if (p.zero >= 3) {
+        const auto groups = layout.dp_groups(s, shard);
+        gather = collective(fmt::format("FSDP all_gather s{} c{}", s, c), "all_gather", groups,
+                            dense_bytes + expert_bytes, 2.0 * m);
+        scatter = collective(fmt::format("FSDP reduce_scatter s{} c{}", s, c), "reduce_scatter",
+                             groups, dense_bytes + expert_bytes, m);
+        if (shard < layout.dp)
+          hsdp = collective(fmt::format("HSDP all_reduce s{} c{}", s, c), "all_reduce",
+                            layout.dp_groups(s, layout.dp / shard, shard),
+                            (dense_bytes + expert_bytes) / shard, 1);
+      } else {
+        const std::string op = p.zero == 0 ? "all_reduce" : "reduce_scatter";
+        dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op, layout.dp_groups(s, layout.dp),
+                        dense_bytes, 1);
+        if (expert_bytes > 0 && layout.dp / layout.ep > 1)
+          dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
+                           layout.dp_groups(s, layout.dp / layout.ep, layout.ep), expert_bytes, 1);
+      }
+      comm[s].dp_sync_s.push_back(dp);
+      comm[s].fsdp_gather_s.push_back(gather);
+      comm[s].fsdp_scatter_s.push_back(scatter);
+      comm[s].hsdp_reduce_s.push_back(hsdp);
+    }
+    const double sharded = stage_params / (p.zero >= 1 ? layout.shard_group : 1);
+    optimizer_s[s] = workload::optimizer_seconds(sharded, profile);
+    local_params_max = std::max(local_params_max, stage_params);
+  }
+
+  // Instances: the symmetric one, and the replica holding a straggler if there is one.
+  std::vector<double> scale(pp, 1.0);
+  Instance worst = run_instance(p, layout, cost, comm, optimizer_s, scale,
+                                profile.overlap_compute_slowdown.value);
+  if (scenario.slow_gpu >= 0) {
+    if (scenario.slow_gpu >= r.gpus)
+      throw core::Error("perturbations.slow_gpu.gpu", std::to_string(scenario.slow_gpu),
+                        fmt::format("the cluster has {} GPUs", r.gpus), scenario.source);
+    scale[scenario.slow_gpu / (layout.tp * layout.dp)] = scenario.slow_factor;
+    Instance slow = run_instance(p, layout, cost, comm, optimizer_s, scale,
+                                 profile.overlap_compute_slowdown.value);
+    if (slow.step_s > worst.step_s) worst = std::move(slow);
+  }
+  r.step_time_s = worst.step_s;
+  r.critical_stage = worst.critical_stage;
+  r.timeline = std::move(worst.timeline);
+  r.breakdown = std::move(worst.breakdown);
+
+  r.tokens_per_step = t.global_batch * model.seq_len;
+  r.tokens_per_s = r.tokens_per_step / r.step_time_s;
+  r.model_flops_per_step = model.training_flops(t.global_batch);
+  double recompute = 0;
+  if (p.recompute == "full") recompute = model.forward_flops(t.global_batch);
+  if (p.recompute == "selective") recompute = model.attention_score_flops(t.global_batch);
+  r.hardware_flops_per_step = r.model_flops_per_step + recompute;
+  r.peak_tflops = profile.peak_flops(t.precision) / 1e12;
+  r.tflops_per_gpu = r.model_flops_per_step / r.step_time_s / r.gpus / 1e12;
+  r.hfu_tflops_per_gpu = r.hardware_flops_per_step / r.step_time_s / r.gpus / 1e12;
+  r.mfu = r.tflops_per_gpu / r.peak_tflops;
+  const double steps = t.tokens / r.tokens_per_step;
+  r.time_to_train_days = steps * r.step_time_s / 86400.0;
+  r.gpu_hours = steps * r.step_time_s * r.gpus / 3600.0;
+  r.cost = r.gpu_hours * t.price_per_gpu_hour;
+  for (auto& kv : collective_time) r.collective_times.emplace_back(kv.first, kv.second);
+
+  // Mean utilization of each kind of link over the step.
+  std::map<std::string, std::pair<double, double>> kinds;  // bytes, capacity
+  for (std::size_t i = 0; i < fabric.link_count(); ++i) {
+    const auto& link = fabric.link(topology::LinkId::from_index(i));
+    auto& k = kinds[std::string(topology::to_string(link.kind))];
+    k.first += r.link_bytes[i];
+    k.second += link.bandwidth_Bps;
+  }
+  for (const auto& [kind, bc] : kinds)
+    r.link_utilization.emplace_back(kind, bc.first / (bc.second * r.step_time_s));
+  (void)local_params_max;
+  return r;
+}
+
+std::string step_summary_text(const Scenario& s, const StepReport& r) {
+  const auto& p = s.parallelism;
+  std::string out = fmt::format("Training step: {} on {} GPUs ({})\n", s.model.name,
+                                core::with_commas(r.gpus), s.cluster.gpu);
+  out += fmt::format(
+      "parallelism  tp {} x pp {} (v {}) x dp {}, ep {}, zero {}{}, micro-batch {}, {} "
+      "micro-batches, recompute {}\n",
+      p.tp, p.pp, p.virtual_stages, p.dp, p.ep, p.zero,
+      p.hsdp_shard > 0 ? fmt::format(" (HSDP shard {})", p.hsdp_shard) : "", p.micro_batch,
+      r.micro_batches, p.recompute);
+  out += fmt::format(
+      "memory       {:.1f} of {:.0f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
+      "activations {:.1f}, reserve {:.1f})\n",
+      r.memory.total_GB(), r.memory_capacity_GB, r.memory.weights_GB, r.memory.gradients_GB,
+      r.memory.optimizer_GB, r.memory.activations_GB, r.memory.reserve_GB);
+  out += fmt::format(
+      "step time    {:.3f} s   tokens/s {}   {:.0f} TFLOP/s per GPU (HFU {:.0f})   MFU {:.1f} %\n",
+      r.step_time_s, core::with_commas(static_cast<std::int64_t>(r.tokens_per_s)), r.tflops_per_gpu,
+      r.hfu_tflops_per_gpu, 100 * r.mfu);
+  out += fmt::format("breakdown    (critical stage {})\n", r.critical_stage);
+  for (const auto& [name, seconds] : r.breakdown)
+    out += fmt::format("  {:<26}{:>9.3f} s {:>6.1f} %\n", name, seconds,
+                       100 * seconds / r.step_time_s);
+  out += "link utilization (mean over the step)\n";
+  for (const auto& [kind, u] : r.link_utilization)
+    out += fmt::format("  {:<26}{:>8.1f} %\n", kind, 100 * u);
+  out += fmt::format(
+      "time to train {:.3g} tokens: {:.1f} days, {} GPU-hours, {} at {:g}/GPU-hour\n",
+      s.training.tokens, r.time_to_train_days,
+      core::with_commas(static_cast<std::int64_t>(r.gpu_hours)),
+      core::with_commas(static_cast<std::int64_t>(r.cost)), s.training.price_per_gpu_hour);
+  return out;
+}
+
+std::string step_summary_json(const Scenario& s, const StepReport& r) {
+  nlohmann::ordered_json j;
+  j["scenario"] = s.name;
+  j["model"] = s.model.name;
+  j["gpus"] = r.gpus;
+  j["micro_batches"] = r.micro_batches;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_step"] = r.tokens_per_step;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["hfu_tflops_per_gpu"] = r.hfu_tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["peak_tflops"] = r.peak_tflops;
+  nlohmann::ordered_json b = nlohmann::ordered_json::object();
+  for (const auto& [name, seconds] : r.breakdown) b[name] = seconds;
+  j["breakdown"] = b;
+  j["critical_stage"] = r.critical_stage;
+  j["memory_GB"] = {{"weights", r.memory.weights_GB},     {"gradients", r.memory.gradients_GB},
+                    {"optimizer", r.memory.optimizer_GB}, {"activations", r.memory.activations_GB},
+                    {"reserve", r.memory.reserve_GB},     {"total", r.memory.total_GB()},
+                    {"capacity", r.memory_capacity_GB}};
+  nlohmann::ordered_json u = nlohmann::ordered_json::object();
+  for (const auto& [kind, value] : r.link_utilization) u[kind] = value;
+  j["link_utilization"] = u;
+  nlohmann::ordered_json c = nlohmann::ordered_json::object();
+  for (const auto& [name, seconds] : r.collective_times) c[name] = seconds;
+  j["collective_time_s"] = c;
+  j["time_to_train_days"] = r.time_to_train_days;
+  j["gpu_hours"] = r.gpu_hours;
+  j["cost"] = r.cost;
+  return j.dump(2) + "\n";
+}
+
+std::string step_trace_json(const StepReport& r) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& op : r.timeline) {
+    events.push_back({{"name", op.name},
+                      {"ph", "X"},
+                      {"ts", op.start_s * 1e6},
+                      {"dur", (op.end_s - op.start_s) * 1e6},
+                      {"pid", op.stage},
+                      {"tid", op.stream == "compute" ? 0 : 1}});
+  }
+  std::set<int> stages;
+  for (const auto& op : r.timeline) stages.insert(op.stage);
+  for (int s : stages) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", s},
+                      {"args", {{"name", fmt::format("stage {} (rank class)", s)}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", s},
+                      {"tid", 0},
+                      {"args", {{"name", "compute + TP/EP"}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", s},
+                      {"tid", 1},
+                      {"args", {{"name", "DP / FSDP comm"}}}});
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+}
+
+}  // namespace twin::sim

@@ -1,0 +1,163 @@
+#include "workload/model.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/text.hpp"
+
+namespace twin::workload {
+
+double ModelSpec::attention_params() const {
+  const double h = hidden;
+  return h * (h + 2.0 * kv_width()) + h * h;
+}
+
+double ModelSpec::dense_mlp_params() const {
+  return static_cast<double>(mlp_matrices()) * hidden * ffn_hidden;
+}
+
+double ModelSpec::expert_params() const {
+  return static_cast<double>(mlp_matrices()) * hidden * expert_ffn_hidden;
+}
+
+double ModelSpec::moe_mlp_params() const {
+  return (experts + shared_experts) * expert_params() + static_cast<double>(hidden) * experts;
+}
+
+double ModelSpec::total_params() const {
+  const int dense_layers = layers - moe_layers();
+  return layers * attention_params() + dense_layers * dense_mlp_params() +
+         moe_layers() * moe_mlp_params() + embedding_params();
+}
+
+double ModelSpec::active_params() const {
+  const int dense_layers = layers - moe_layers();
+  const double moe_active =
+      (top_k + shared_experts) * expert_params() + static_cast<double>(hidden) * experts;
+  return layers * attention_params() + dense_layers * dense_mlp_params() +
+         moe_layers() * moe_active + embedding_params();
+}
+
+double ModelSpec::attention_score_flops(double sequences) const {
+  const double tokens = sequences * seq_len;
+  return layers * 4.0 * tokens * seq_len * hidden;
+}
+
+double ModelSpec::forward_flops(double sequences) const {
+  const double tokens = sequences * seq_len;
+  // Matmul FLOPs are 2 per parameter per token over the active matrices, except the input
+  // embedding (a lookup): so count the output projection (V h) once.
+  const double matmul_params = active_params() - static_cast<double>(vocab) * hidden;
+  return 2.0 * tokens * matmul_params + attention_score_flops(sequences);
+}
+
+double ModelSpec::training_flops(double sequences) const {
+  return 3.0 * forward_flops(sequences);
+}
+
+namespace {
+
+ModelSpec dense(const char* name, int layers, int hidden, int heads, int kv_heads, int ffn,
+                int vocab, int seq, const char* mlp = "swiglu") {
+  ModelSpec m;
+  m.name = name;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.ffn_hidden = ffn;
+  m.vocab = vocab;
+  m.seq_len = seq;
+  m.mlp = mlp;
+  return m;
+}
+
+std::vector<ModelSpec> presets() {
+  std::vector<ModelSpec> p;
+  // GPT-3 175B (Brown et al. 2020): 96 layers, 12288 hidden, 96 heads, GELU MLP 4h, 2048 context.
+  p.push_back(dense("gpt3-175b", 96, 12288, 96, 96, 49152, 50257, 2048, "gelu"));
+  // Llama 3 (Dubey et al. 2024, Table 3): 8B, 70B, 405B; GQA with 8 KV heads; 128K vocabulary.
+  p.push_back(dense("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192));
+  p.push_back(dense("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192));
+  p.push_back(dense("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192));
+  // Mixtral 8x7B (Jiang et al. 2024): 32 layers, 4096 hidden, 8 experts top-2, expert FFN 14336.
+  ModelSpec mixtral = dense("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096);
+  mixtral.experts = 8;
+  mixtral.top_k = 2;
+  mixtral.expert_ffn_hidden = 14336;
+  p.push_back(mixtral);
+  // DBRX-like (Databricks 2024): 132B total / 36B active, 40 layers, 6144 hidden, 48 heads,
+  // 8 KV heads, 16 experts top-4, expert FFN 10752, 100K vocabulary, 4K context.
+  ModelSpec dbrx = dense("dbrx", 40, 6144, 48, 8, 10752, 100352, 4096);
+  dbrx.experts = 16;
+  dbrx.top_k = 4;
+  dbrx.expert_ffn_hidden = 10752;
+  p.push_back(dbrx);
+  // DeepSeek-V3-like (DeepSeek-AI 2024): 61 layers, 7168 hidden, 128 heads, 256 routed experts
+  // top-8 + 1 shared, expert FFN 2048, 129K vocabulary; all layers modelled as MoE (V3 keeps
+  // its first 3 dense).
+  // Multi-head latent attention is modelled as standard attention with 128 KV heads, which
+  // overstates attention parameters; the preset is "like" V3, not V3.
+  ModelSpec v3 = dense("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096);
+  v3.experts = 256;
+  v3.top_k = 8;
+  v3.shared_experts = 1;
+  v3.expert_ffn_hidden = 2048;
+  p.push_back(v3);
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> model_presets() {
+  std::vector<std::string> names;
+  for (const auto& m : presets()) names.push_back(m.name);
+  return names;
+}
+
+ModelSpec model_preset(const std::string& name) {
+  for (const auto& m : presets())
+    if (m.name == name) return m;
+  throw core::Error("model.preset", name,
+                    "unknown preset; valid: " + core::quoted_list(model_presets()) +
+                        core::did_you_mean(name, model_presets()));
+}
+
+void validate(const ModelSpec& m) {
+  auto positive = [](int v, const char* field) {
+    if (v <= 0) throw core::Error(field, std::to_string(v), "must be a positive integer");
+  };
+  positive(m.layers, "model.layers");
+  positive(m.hidden, "model.hidden");
+  positive(m.heads, "model.heads");
+  positive(m.kv_heads, "model.kv_heads");
+  positive(m.vocab, "model.vocab");
+  positive(m.seq_len, "model.seq_len");
+  if (m.hidden % m.heads != 0)
+    throw core::Error("model.heads", std::to_string(m.heads),
+                      fmt::format("must divide model.hidden ({})", m.hidden));
+  if (m.heads % m.kv_heads != 0)
+    throw core::Error("model.kv_heads", std::to_string(m.kv_heads),
+                      fmt::format("must divide model.heads ({})", m.heads));
+  if (m.mlp != "swiglu" && m.mlp != "gelu")
+    throw core::Error("model.mlp", m.mlp, "must be 'swiglu' or 'gelu'");
+  if (m.moe()) {
+    positive(m.top_k, "model.top_k");
+    positive(m.expert_ffn_hidden, "model.expert_ffn_hidden");
+    if (m.top_k > m.experts)
+      throw core::Error("model.top_k", std::to_string(m.top_k),
+                        fmt::format("cannot exceed model.experts ({})", m.experts));
+    if (m.moe_layer_every < 1 || m.layers % m.moe_layer_every != 0)
+      throw core::Error("model.moe_layer_every", std::to_string(m.moe_layer_every),
+                        fmt::format("must be >= 1 and divide model.layers ({})", m.layers));
+    if (!(m.capacity_factor >= 1.0))
+      throw core::Error("model.capacity_factor", fmt::format("{}", m.capacity_factor),
+                        "must be >= 1");
+  } else {
+    positive(m.ffn_hidden, "model.ffn_hidden");
+  }
+  if (m.experts < 0)
+    throw core::Error("model.experts", std::to_string(m.experts), "must not be negative");
+}
+
+}  // namespace twin::workload

@@ -1,0 +1,68 @@
+#pragma once
+/// Transformer model specifications (dense and Mixture-of-Experts), presets, and the parameter
+/// and FLOP counts derived from the layer shapes.
+///
+/// Per layer, with tokens T, hidden h, query heads a, KV width h_kv = h * kv_heads / heads,
+/// MLP width f and m MLP matrices (3 for SwiGLU: gate, up, down; 2 for GELU):
+///   attention projections: h (h + 2 h_kv) + h h parameters, 2 T x that FLOPs forward
+///   attention scores:      4 T s h FLOPs forward (QK^T and AV, full square as Megatron counts)
+///   dense MLP:             m h f parameters, 2 T m h f FLOPs forward
+///   MoE MLP:               E experts of m h f_e (+ shared experts), router h E; a token uses
+///                          top_k routed experts (+ shared): 2 T (top_k + shared) m h f_e FLOPs
+/// Logits: 2 T h V FLOPs forward; embedding and output matrices V h each (untied).
+/// Training FLOPs = 3 x forward (backward = 2 x forward). For GPT-style dense models (f = 4h, m=2,
+/// no GQA) this is Narayanan et al.'s 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+
+#include <string>
+#include <vector>
+
+namespace twin::workload {
+
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int ffn_hidden = 0;
+  int vocab = 0;
+  int seq_len = 0;
+  std::string mlp = "swiglu";  ///< swiglu (3 matrices) or gelu (2)
+  // Mixture of experts (experts = 0: dense).
+  int experts = 0;
+  int top_k = 0;
+  int expert_ffn_hidden = 0;
+  int shared_experts = 0;
+  int moe_layer_every = 1;       ///< every k-th layer is MoE (1: all)
+  double capacity_factor = 1.0;  ///< tokens per expert relative to a perfect balance
+
+  [[nodiscard]] bool moe() const { return experts > 0; }
+  [[nodiscard]] int mlp_matrices() const { return mlp == "gelu" ? 2 : 3; }
+  [[nodiscard]] int moe_layers() const { return moe() ? layers / moe_layer_every : 0; }
+  [[nodiscard]] int kv_width() const { return hidden / heads * kv_heads; }
+
+  /// Parameters of one transformer layer's attention block.
+  [[nodiscard]] double attention_params() const;
+  /// Parameters of one dense MLP, one expert, and one MoE layer's MLP (all experts + router).
+  [[nodiscard]] double dense_mlp_params() const;
+  [[nodiscard]] double expert_params() const;
+  [[nodiscard]] double moe_mlp_params() const;
+  [[nodiscard]] double embedding_params() const { return 2.0 * vocab * hidden; }
+  [[nodiscard]] double total_params() const;
+  /// Parameters a token touches (MoE: top_k routed + shared experts).
+  [[nodiscard]] double active_params() const;
+  /// Model FLOPs of one training step on `sequences` sequences (3 x forward, no recompute).
+  [[nodiscard]] double training_flops(double sequences) const;
+  /// Forward FLOPs for `sequences` sequences.
+  [[nodiscard]] double forward_flops(double sequences) const;
+  /// Forward FLOPs of the attention-score part only (recomputed by selective recompute).
+  [[nodiscard]] double attention_score_flops(double sequences) const;
+};
+
+std::vector<std::string> model_presets();
+/// A preset by name; throws core::Error naming `model.preset` with the valid names.
+ModelSpec model_preset(const std::string& name);
+/// Checks the shape; throws core::Error naming the model.* field.
+void validate(const ModelSpec& model);
+
+}  // namespace twin::workload

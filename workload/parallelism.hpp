@@ -1,0 +1,79 @@
+#pragma once
+/// Parallelism, placement and the per-GPU memory check.
+///
+/// Ranks are laid out TP fastest, then DP, then PP (Megatron's order): GPU g has
+///   tp_rank = g mod tp, dp_rank = (g / tp) mod dp, pp_rank = g / (tp dp).
+/// With tp = GPUs per node a TP group is one node (NVLink) and a DP group is the same local GPU
+/// of dp nodes — one rail. EP groups are `ep` consecutive DP ranks (experts are split across
+/// data-parallel replicas); HSDP shards over `hsdp_shard` consecutive DP ranks and replicates
+/// across the rest.
+///
+/// Memory per GPU (bytes), after Rajbhandari et al. (ZeRO) and Korthikanti et al. (2022):
+///   weights 2/param, gradients 2/param (bf16), optimizer 12/param (fp32 master + Adam m, v);
+///   ZeRO 1 shards the optimizer, 2 also gradients, 3 also weights, over the shard group.
+///   Activations per layer per micro-batch, s b h bytes times 34/t with sequence parallelism,
+///     10 + 24/t without — Korthikanti et al.'s figures without the 5 a s/(h t) attention-score
+///     term, which flash attention never stores — or 2/t (full recompute: the layer input).
+///   The first pipeline stage holds pp micro-batches in flight (1F1B); interleaving adds
+///   (pp - 1)/(pp v) of that. A fixed reserve covers the CUDA context, NCCL buffers and
+///   fragmentation (`training.memory_reserve_GB`, stated, not measured).
+
+#include <string>
+#include <vector>
+
+#include "workload/model.hpp"
+
+namespace twin::workload {
+
+struct ParallelismSpec {
+  int tp = 8, pp = 8, dp = 64, ep = 1;
+  int zero = 1;            ///< 0..3 (3 = FSDP)
+  int hsdp_shard = 0;      ///< >0: HSDP, shard over this many DP ranks, replicate across the rest
+  int virtual_stages = 1;  ///< interleaved 1F1B chunks per stage
+  int micro_batch = 1;     ///< sequences per micro-batch
+  bool sequence_parallel = true;
+  std::string recompute = "none";  ///< none, selective, full
+};
+
+struct TrainingSpec {
+  double global_batch = 1024;  ///< sequences per step
+  double tokens = 15.0e12;     ///< token budget of the whole run
+  std::string precision = "bf16";
+  double memory_reserve_GB = 4.0;
+  double price_per_gpu_hour = 2.0;  ///< illustrative, for the cost line
+};
+
+struct Layout {
+  int tp = 1, pp = 1, dp = 1, ep = 1;
+  int gpus = 0;
+  int micro_batches = 0;     ///< per step per pipeline
+  int layers_per_chunk = 0;  ///< per stage per virtual stage
+  int shard_group = 1;       ///< ZeRO/FSDP shard group size (dp, or hsdp_shard)
+
+  [[nodiscard]] int gpu(int tp_rank, int dp_rank, int pp_rank) const {
+    return tp_rank + tp * (dp_rank + dp * pp_rank);
+  }
+  /// Every TP group of a stage; every DP group of a stage (tp of them, of size dp) ...
+  [[nodiscard]] std::vector<std::vector<int>> tp_groups(int stage) const;
+  [[nodiscard]] std::vector<std::vector<int>> dp_groups(int stage, int size, int stride = 1) const;
+};
+
+/// Validates parallelism against the model and cluster; throws core::Error naming the field.
+Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
+                   int gpus);
+
+struct MemoryBreakdown {
+  double weights_GB = 0, gradients_GB = 0, optimizer_GB = 0, activations_GB = 0, reserve_GB = 0;
+  [[nodiscard]] double total_GB() const {
+    return weights_GB + gradients_GB + optimizer_GB + activations_GB + reserve_GB;
+  }
+};
+
+/// Parameters held by one GPU of the first pipeline stage (the fullest: embedding + layers).
+double params_per_gpu(const ModelSpec& model, const Layout& layout);
+MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
+                               const TrainingSpec& t, const Layout& layout);
+/// Throws core::Error with the breakdown when it exceeds `capacity_GB`.
+void check_memory(const MemoryBreakdown& m, double capacity_GB, const std::string& gpu);
+
+}  // namespace twin::workload
