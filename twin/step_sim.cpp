@@ -76,9 +76,9 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
   std::vector<std::vector<Op>> order(pp);
   for (int s = 0; s < pp; ++s) order[s] = schedule(s, pp, v, m);
   std::vector<std::size_t> next(pp, 0);
-  std::vector<double> compute_free(pp, 0.0), comm_free(pp, 0.0), prefetch_issue(pp, 0.0);
+  std::vector<double> compute_free(pp, 0.0), comm_free(pp, 0.0);
   std::vector<double> busy(pp, 0.0), compute_sum(pp, 0.0), tp_sum(pp, 0.0), ep_sum(pp, 0.0),
-      fsdp_wait(pp, 0.0);
+      exposed(pp, 0.0);
   std::vector<std::vector<int>> backward_done(pp, std::vector<int>(v, 0));
   Instance out;
   auto comm_job = [&](int s, double issue, double duration, const std::string& name) {
@@ -121,25 +121,44 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
             ready = e;
           }
         }
-        double start = std::max(ready, compute_free[s]);
-        if (fsdp) {  // parameters gathered one op ahead on the communication stream
-          const double before = comm_free[s];
-          comm_job(s, prefetch_issue[s], comm[s].fsdp_gather_s[op.chunk],
-                   fmt::format("FSDP all_gather c{}", op.chunk));
-          const double gathered = std::max(before, comm_free[s]);
-          if (gathered > start) {
-            fsdp_wait[s] += gathered - start;
-            start = gathered;
+        const double start = std::max(ready, compute_free[s]);
+        // Data-parallel traffic overlapped with this op, layer by layer: FSDP gathers (every op)
+        // and gradient reduce-scatters (backward), and on a chunk's last backward the gradient
+        // synchronization (bucketed all-reduce / reduce-scatter, HSDP cross-replica all-reduce).
+        // The op lasts the longer of its work and that traffic, plus one layer's share of the
+        // traffic, which nothing can hide (the first gather, or the last bucket).
+        double traffic = 0;
+        std::string what;
+        if (fsdp) {
+          traffic += comm[s].fsdp_gather_s[op.chunk];
+          what = "FSDP all_gather";
+          if (!op.forward) {
+            traffic += comm[s].fsdp_scatter_s[op.chunk];
+            what += " + reduce_scatter";
           }
         }
+        if (!op.forward && backward_done[s][op.chunk] + 1 == m) {
+          traffic += comm[s].dp_sync_s[op.chunk] + comm[s].hsdp_reduce_s[op.chunk];
+          if (comm[s].dp_sync_s[op.chunk] > 0)
+            what += what.empty() ? "DP grad sync" : " + DP grad sync";
+          if (comm[s].hsdp_reduce_s[op.chunk] > 0) what += " + HSDP all_reduce";
+        }
         const ChunkCost& c = cost[s][op.chunk];
-        const bool overlapped = comm_free[s] > start;
+        const bool overlapped =
+            traffic > 0 || comm_free[s] > start;  // comm kernels share SMs and HBM
         const double compute = (op.forward ? c.forward_s : c.backward_s) * scale[s] *
                                (overlapped ? 1.0 + overlap_slowdown : 1.0);
         const double tp = c.tp_collectives * comm[s].tp_slot_s;
         const double ep = c.ep_alltoalls * comm[s].ep_s;
-        const double finish = start + compute + tp + ep;
-        prefetch_issue[s] = start;
+        double finish = start + compute + tp + ep;
+        if (traffic > 0) {
+          const double traffic_start = std::max(start, comm_free[s]);
+          comm_job(s, start, traffic, fmt::format("{} c{}", what, op.chunk));
+          const double with_traffic =
+              std::max(finish, traffic_start + traffic) + traffic / layout.layers_per_chunk;
+          exposed[s] += with_traffic - finish;
+          finish = with_traffic;
+        }
         compute_free[s] = finish;
         end[index(s, op.forward, op.chunk, op.micro_batch)] = finish;
         busy[s] += finish - start;
@@ -150,17 +169,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
             {s, "compute",
              fmt::format("{} c{} mb{}", op.forward ? "F" : "B", op.chunk, op.micro_batch), start,
              finish});
-        if (!op.forward) {
-          if (fsdp)
-            comm_job(s, finish, comm[s].fsdp_scatter_s[op.chunk],
-                     fmt::format("FSDP reduce_scatter c{}", op.chunk));
-          if (++backward_done[s][op.chunk] == m) {
-            comm_job(s, finish, comm[s].dp_sync_s[op.chunk],
-                     fmt::format("DP grad sync c{}", op.chunk));
-            comm_job(s, finish, comm[s].hsdp_reduce_s[op.chunk],
-                     fmt::format("HSDP all_reduce c{}", op.chunk));
-          }
-        }
+        if (!op.forward) ++backward_done[s][op.chunk];
         ++next[s];
         --remaining;
         progress = true;
@@ -179,14 +188,15 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
     }
   }
   const int s = out.critical_stage;
+  // Idle time of the compute stream: waiting on other stages (bubble) and on activations.
   const double idle = compute_free[s] - busy[s];
-  out.breakdown = {{"compute", compute_sum[s]},
-                   {"tp_comm", tp_sum[s]},
-                   {"ep_comm", ep_sum[s]},
-                   {"fsdp_wait", fsdp_wait[s]},
-                   {"pipeline_bubble_and_p2p", idle - fsdp_wait[s]},
-                   {"dp_comm_exposed", std::max(compute_free[s], comm_free[s]) - compute_free[s]},
-                   {"optimizer", optimizer_s[s]}};
+  out.breakdown = {
+      {"compute", compute_sum[s]},
+      {"tp_comm", tp_sum[s]},
+      {"ep_comm", ep_sum[s]},
+      {"dp_comm_exposed", exposed[s] + std::max(compute_free[s], comm_free[s]) - compute_free[s]},
+      {"pipeline_bubble_and_p2p", idle},
+      {"optimizer", optimizer_s[s]}};
   return out;
 }
 
@@ -319,7 +329,10 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine) {
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;
   r.model_flops_per_step = model.training_flops(t.global_batch);
   double recompute = 0;
-  if (p.recompute == "full") recompute = model.forward_flops(t.global_batch);
+  // Full recompute reruns every layer's forward but not the output layer (Narayanan et al.).
+  if (p.recompute == "full")
+    recompute = model.forward_flops(t.global_batch) -
+                2.0 * t.global_batch * model.seq_len * model.vocab * model.hidden;
   if (p.recompute == "selective") recompute = model.attention_score_flops(t.global_batch);
   r.hardware_flops_per_step = r.model_flops_per_step + recompute;
   r.peak_tflops = profile.peak_flops(t.precision) / 1e12;

@@ -15,8 +15,9 @@
 /// the same on stage r - 1 (or chunk c - 1 on the last stage) plus the activation transfer; a
 /// backward likewise from stage r + 1. TP and EP collectives are blocking inside each op.
 /// Gradient synchronization (ZeRO 0: all-reduce; 1, 2: reduce-scatter) of a chunk starts on the
-/// communication stream when its last backward ends; FSDP (ZeRO 3) all-gathers a chunk's
-/// parameters one op ahead (prefetch) and reduce-scatters its gradients after each backward;
+/// communication stream when its last backward ends; FSDP (ZeRO 3) all-gathers each layer's
+/// parameters one layer ahead (an op lasts the longer of its work and its gathers, plus the
+/// first layer's gather) and reduce-scatters its gradients after each backward;
 /// HSDP adds an all-reduce of gradient shards across replicas. Compute that starts while the
 /// communication stream is busy is slowed by the profile's overlap factor. The optimizer
 /// follows the last communication.

@@ -1,0 +1,177 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "twin/scenario.hpp"
+#include "twin/step_sim.hpp"
+#include "workload/model.hpp"
+
+namespace twin::sim {
+namespace {
+
+const std::string kScenarios = std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/";
+
+double breakdown(const StepReport& r, const std::string& key) {
+  for (const auto& [k, v] : r.breakdown)
+    if (k == key) return v;
+  ADD_FAILURE() << "no breakdown entry " << key;
+  return 0;
+}
+
+double utilization(const StepReport& r, const std::string& kind) {
+  for (const auto& [k, v] : r.link_utilization)
+    if (k == kind) return v;
+  return 0;
+}
+
+TEST(ModelFlops, MatchNarayananClosedForms) {
+  // GPT-3 175B: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) model FLOPs per step, and with full
+  // recomputation 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) hardware FLOPs.
+  const workload::ModelSpec m = workload::model_preset("gpt3-175b");
+  const double B = 1536, s = m.seq_len, l = m.layers, h = m.hidden, V = m.vocab;
+  const double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(m.training_flops(B) / model, 1.0, 1e-12);
+  const double with_recompute = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  const double ours = m.training_flops(B) + m.forward_flops(B) - 2.0 * B * s * V * h;
+  EXPECT_NEAR(ours / with_recompute, 1.0, 1e-12);
+  // Parameter counts of the presets land on their published sizes.
+  EXPECT_NEAR(m.total_params() / 1e9, 175, 2);
+  EXPECT_NEAR(workload::model_preset("llama3-70b").total_params() / 1e9, 70.6, 1);
+  EXPECT_NEAR(workload::model_preset("llama3-405b").total_params() / 1e9, 405, 5);
+  EXPECT_NEAR(workload::model_preset("mixtral-8x7b").total_params() / 1e9, 46.7, 1);
+  EXPECT_NEAR(workload::model_preset("dbrx").total_params() / 1e9, 132, 3);
+  EXPECT_NEAR(workload::model_preset("dbrx").active_params() / 1e9, 36, 2);
+}
+
+TEST(Step, DefaultScenarioIsTheReferenceClusterTrainingA70BModel) {
+  const Scenario s = load_scenario("");
+  const StepReport r = simulate_step(s);
+  EXPECT_EQ(r.gpus, 4096);
+  EXPECT_GT(r.mfu, 0.30);
+  EXPECT_LT(r.mfu, 0.65);
+  double sum = 0;
+  for (const auto& [k, v] : r.breakdown) sum += v;
+  EXPECT_NEAR(sum, r.step_time_s, 1e-9 * r.step_time_s);  // the breakdown accounts for the step
+  EXPECT_NEAR(r.tokens_per_s, 1024.0 * 8192 / r.step_time_s, 1e-6);
+  EXPECT_NEAR(r.time_to_train_days, 15e12 / (1024.0 * 8192) * r.step_time_s / 86400, 1e-9);
+}
+
+Scenario pipeline_only(int pp, int v, int micro_batches) {
+  // One node, TP 1, DP 1: only the pipeline schedule and tiny NVLink transfers remain.
+  Scenario s = load_scenario(
+      "",
+      {"cluster.nodes=1", "cluster.gpus_per_node=" + std::to_string(pp),
+       "cluster.nics_per_node=" + std::to_string(pp), "fabric.tiers=2", "model.preset=llama3-8b",
+       "parallelism.tp=1", "parallelism.pp=" + std::to_string(pp), "parallelism.dp=1",
+       "parallelism.virtual_stages=" + std::to_string(v), "parallelism.recompute=full",
+       "model.vocab=512", "training.global_batch=" + std::to_string(micro_batches)});
+  return s;
+}
+
+TEST(Step, OneFOneBBubbleIsPpMinusOneMicroBatches) {
+  // 1F1B: step = (m + pp - 1)(t_f + t_b) for equal stages; the idle share is (pp - 1)(t_f + t_b).
+  const int pp = 4, m = 8;
+  const StepReport r = simulate_step(pipeline_only(pp, 1, m));
+  const double per_micro_batch = (breakdown(r, "compute") + breakdown(r, "tp_comm")) / m;
+  EXPECT_NEAR(breakdown(r, "pipeline_bubble_and_p2p") / ((pp - 1) * per_micro_batch), 1.0, 0.05);
+  // Interleaving with v = 2 halves the bubble.
+  const StepReport v2 = simulate_step(pipeline_only(pp, 2, m));
+  EXPECT_NEAR(breakdown(v2, "pipeline_bubble_and_p2p") / breakdown(r, "pipeline_bubble_and_p2p"),
+              0.5, 0.08);
+  EXPECT_LT(v2.step_time_s, r.step_time_s);
+}
+
+TEST(Step, AStragglerSlowsEveryone) {
+  Scenario s = load_scenario(kScenarios + "small-3tier.yaml");
+  const StepReport healthy = simulate_step(s);
+  s.slow_gpu = 5;  // stage 0
+  s.slow_factor = 1.5;
+  const StepReport slow = simulate_step(s);
+  // Stage 0 of one replica computes 1.5x slower; the pipeline and the gradient all-reduce make
+  // the whole job wait for it.
+  EXPECT_GT(slow.step_time_s, 1.1 * healthy.step_time_s);
+  s.slow_factor = 1.0;
+  EXPECT_DOUBLE_EQ(simulate_step(s).step_time_s, healthy.step_time_s);
+}
+
+TEST(Step, SameScenarioSameResult) {
+  const Scenario s = load_scenario(kScenarios + "small-moe.yaml");
+  EXPECT_EQ(step_summary_json(s, simulate_step(s)), step_summary_json(s, simulate_step(s)));
+}
+
+TEST(Step, MoeWithFsdpLoadsTheFabricFarMoreThanDenseOfEqualActiveFlops) {
+  const StepReport moe = simulate_step(load_scenario(kScenarios + "moe-fsdp.yaml"));
+  const StepReport dense = simulate_step(load_scenario(kScenarios + "dense-fsdp.yaml"));
+  EXPECT_GT(utilization(moe, "nic_leaf"), 2.0 * utilization(dense, "nic_leaf"));
+  EXPECT_GT(moe.step_time_s, dense.step_time_s);
+  // HSDP keeps the gathers under the leaves: less traffic through spines and cores.
+  const StepReport hsdp = simulate_step(load_scenario(kScenarios + "moe-hsdp.yaml"));
+  EXPECT_LT(utilization(hsdp, "leaf_spine"), 0.8 * utilization(moe, "leaf_spine"));
+  EXPECT_LT(utilization(hsdp, "spine_core"), 0.8 * utilization(moe, "spine_core"));
+}
+
+TEST(Step, OversubscriptionCostsMoeMoreThanDense) {
+  auto slowdown = [](const std::string& path) {
+    const double base = simulate_step(load_scenario(path)).step_time_s;
+    return simulate_step(load_scenario(path, {"fabric.oversubscription=2"})).step_time_s / base;
+  };
+  const double dense = slowdown("");
+  const double moe = slowdown(kScenarios + "moe-ep.yaml");
+  EXPECT_LT(dense, 1.05);
+  EXPECT_GT(moe, dense + 0.05);
+}
+
+template <class Fn>
+core::Error error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const core::Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error";
+  return core::Error("", "", "");
+}
+
+TEST(Step, BadJobsAreClearErrors) {
+  auto run = [](std::vector<std::string> sets) { return simulate_step(load_scenario("", sets)); };
+  EXPECT_EQ(error_of([&] { run({"parallelism.dp=64"}); }).field(), "parallelism");
+  EXPECT_EQ(error_of([&] {
+              run({"parallelism.tp=16", "parallelism.dp=64", "model.heads=8"});
+            }).field(),
+            "parallelism.tp");
+  EXPECT_EQ(error_of([&] {
+              run({"parallelism.pp=3", "parallelism.dp=170"});
+            }).field(),
+            "parallelism");
+  EXPECT_EQ(error_of([&] { run({"parallelism.virtual_stages=3"}); }).field(), "parallelism.pp");
+  EXPECT_EQ(error_of([&] { run({"parallelism.ep=2"}); }).field(), "parallelism.ep");
+  const auto memory = error_of([&] {
+    run({"model.preset=llama3-405b", "parallelism.pp=2", "parallelism.dp=256",
+         "parallelism.virtual_stages=1"});
+  });
+  EXPECT_EQ(memory.field(), "parallelism");
+  EXPECT_NE(memory.reason().find("does not fit"), std::string::npos);
+  EXPECT_EQ(error_of([&] { load_scenario("", {"model.preset=llama4"}); }).field(), "model.preset");
+  EXPECT_EQ(error_of([&] { run({"training.global_batch=1000"}); }).field(),
+            "training.global_batch");
+  EXPECT_EQ(
+      error_of([&] { simulate_step(load_scenario(kScenarios + "superpod-4su.yaml")); }).field(),
+      "model");
+}
+
+TEST(Step, OutputsTimelineTraceAndHdf5) {
+  const Scenario s = load_scenario(kScenarios + "small-moe.yaml");
+  const StepReport r = simulate_step(s);
+  EXPECT_FALSE(r.timeline.empty());
+  const std::string trace = step_trace_json(r);
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  const std::string path = ::testing::TempDir() + "/results.h5";
+  write_step_hdf5(path, r, std::vector<double>(r.link_bytes.size(), 50e9));
+  EXPECT_GT(std::filesystem::file_size(path), 1000u);
+}
+
+}  // namespace
+}  // namespace twin::sim
