@@ -32,10 +32,14 @@ Action add_run(CLI::App& app) {
   auto opts = std::make_shared<ScenarioOptions>();
   auto out_dir = std::make_shared<std::string>();
   auto engine = std::make_shared<std::string>("native");
+  auto per_rank = std::make_shared<bool>(false);
   opts->add_to(*cmd);
   cmd->add_option("--out", *out_dir, "Write summary.json, results.h5 and trace.json here");
   cmd->add_option("--engine", *engine, "Network engine: native or simgrid")->capture_default_str();
-  return [opts, out_dir, engine] {
+  cmd->add_flag(
+      "--per-rank", *per_rank,
+      "Simulate every data-parallel replica separately (slower; checks the rank classes)");
+  return [opts, out_dir, engine, per_rank] {
     const sim::Scenario scenario = opts->load();
     const topology::Fabric fabric(scenario.cluster, scenario.fabric);
     const topology::Bom bom = topology::compute_bom(fabric);
@@ -62,7 +66,7 @@ Action add_run(CLI::App& app) {
       }
       return 0;
     }
-    const sim::StepReport report = sim::simulate_step(scenario, *engine);
+    const sim::StepReport report = sim::simulate_step(scenario, *engine, *per_rank);
     const std::string summary = sim::step_summary_json(scenario, report);
     if (!out_dir->empty()) {
       std::filesystem::create_directories(*out_dir);

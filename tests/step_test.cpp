@@ -175,3 +175,28 @@ TEST(Step, OutputsTimelineTraceAndHdf5) {
 
 }  // namespace
 }  // namespace twin::sim
+
+namespace twin::sim {
+namespace {
+
+TEST(Step, PerRankModeMatchesRankClassesInTheSymmetricCase) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {kScenarios + "small-3tier.yaml", {}},
+      {kScenarios + "small-moe.yaml", {}},
+      {kScenarios + "small-3tier.yaml",  // 128 GPUs, FSDP
+       {"cluster.nodes=16", "fabric.switch_radix=16", "parallelism.pp=1", "parallelism.dp=16",
+        "parallelism.zero=3", "training.global_batch=64"}},
+  };
+  for (const auto& [path, sets] : cases) {
+    const Scenario s = load_scenario(path, sets);
+    const StepReport classes = simulate_step(s);
+    const StepReport ranks = simulate_step(s, "native", /*per_rank=*/true);
+    EXPECT_EQ(classes.step_time_s, ranks.step_time_s) << path;
+    for (std::size_t i = 0; i < classes.link_bytes.size(); ++i)
+      ASSERT_NEAR(classes.link_bytes[i], ranks.link_bytes[i], 1e-6 * (1 + classes.link_bytes[i]))
+          << path;
+  }
+}
+
+}  // namespace
+}  // namespace twin::sim

@@ -202,7 +202,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
 
 }  // namespace
 
-StepReport simulate_step(const Scenario& scenario, const std::string& engine) {
+StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank) {
   if (!scenario.has_job)
     throw core::Error("model", "", "the scenario has no model section: nothing to train",
                       scenario.source);
@@ -235,89 +235,126 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine) {
 
   const int pp = layout.pp, v = p.virtual_stages, m = layout.micro_batches;
   std::vector<std::vector<ChunkCost>> cost(pp);
-  std::vector<StageComm> comm(pp);
   std::vector<double> optimizer_s(pp);
-  double local_params_max = 0;
   for (int s = 0; s < pp; ++s) {
     double stage_params = 0;
     for (int c = 0; c < v; ++c) {
       cost[s].push_back(workload::chunk_cost(model, p, t, layout, profile, s, c));
       stage_params += cost[s].back().params;
     }
-    const ChunkCost& c0 = cost[s][0];
-    const double slots = static_cast<double>(m) * v * 2;  // per step: every chunk, fwd and bwd
-    const auto tp_groups = layout.tp_groups(s);
-    const double tp_calls = slots * c0.tp_collectives;
-    comm[s].tp_slot_s = p.sequence_parallel
-                            ? collective(fmt::format("TP all_gather s{}", s), "all_gather",
-                                         tp_groups, c0.tp_bytes, tp_calls) +
-                                  collective(fmt::format("TP reduce_scatter s{}", s),
-                                             "reduce_scatter", tp_groups, c0.tp_bytes, tp_calls)
-                            : collective(fmt::format("TP all_reduce s{}", s), "all_reduce",
-                                         tp_groups, c0.tp_bytes, tp_calls);
-    double ep_bytes = 0, ep_calls = 0;
-    for (const auto& c : cost[s]) {
-      ep_bytes = std::max(ep_bytes, c.ep_bytes);
-      ep_calls += static_cast<double>(m) * 2 * c.ep_alltoalls;
-    }
-    if (layout.ep > 1)
-      comm[s].ep_s = collective(fmt::format("EP alltoall s{}", s), "alltoall",
-                                layout.dp_groups(s, layout.ep), ep_bytes, ep_calls);
-    if (s + 1 < pp) {
-      std::vector<std::vector<int>> pairs;
-      for (int d = 0; d < layout.dp; ++d)
-        for (int tr = 0; tr < layout.tp; ++tr)
-          pairs.push_back({layout.gpu(tr, d, s), layout.gpu(tr, d, s + 1)});
-      comm[s].p2p_s = collective(fmt::format("PP send/recv s{}", s), "sendrecv", pairs,
-                                 c0.p2p_bytes, slots / 2);
-    } else if (v > 1 && pp > 1) {
-      comm[s].p2p_s = comm[0].p2p_s;  // last stage to stage 0 of the next chunk: same pattern
-    }
-    for (int c = 0; c < v; ++c) {
-      const ChunkCost& cc = cost[s][c];
-      const double dense_bytes = 2.0 * (cc.params - cc.expert_params);
-      const double expert_bytes = 2.0 * cc.expert_params;
-      double dp = 0, gather = 0, scatter = 0, hsdp = 0;
-      const int shard = layout.shard_group;
-      if (p.zero >= 3) {
-        const auto groups = layout.dp_groups(s, shard);
-        gather = collective(fmt::format("FSDP all_gather s{} c{}", s, c), "all_gather", groups,
-                            dense_bytes + expert_bytes, 2.0 * m);
-        scatter = collective(fmt::format("FSDP reduce_scatter s{} c{}", s, c), "reduce_scatter",
-                             groups, dense_bytes + expert_bytes, m);
-        if (shard < layout.dp)
-          hsdp = collective(fmt::format("HSDP all_reduce s{} c{}", s, c), "all_reduce",
-                            layout.dp_groups(s, layout.dp / shard, shard),
-                            (dense_bytes + expert_bytes) / shard, 1);
-      } else {
-        const std::string op = p.zero == 0 ? "all_reduce" : "reduce_scatter";
-        dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op, layout.dp_groups(s, layout.dp),
-                        dense_bytes, 1);
-        if (expert_bytes > 0 && layout.dp / layout.ep > 1)
-          dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
-                           layout.dp_groups(s, layout.dp / layout.ep, layout.ep), expert_bytes, 1);
-      }
-      comm[s].dp_sync_s.push_back(dp);
-      comm[s].fsdp_gather_s.push_back(gather);
-      comm[s].fsdp_scatter_s.push_back(scatter);
-      comm[s].hsdp_reduce_s.push_back(hsdp);
-    }
     const double sharded = stage_params / (p.zero >= 1 ? layout.shard_group : 1);
     optimizer_s[s] = workload::optimizer_seconds(sharded, profile);
-    local_params_max = std::max(local_params_max, stage_params);
   }
 
-  // Instances: the symmetric one, and the replica holding a straggler if there is one.
+  // Communication costs of every stage. With `replica` >= 0 (per-rank mode) the collectives
+  // private to a replica (TP, EP, pipeline transfers) are solved for that replica's groups alone;
+  // data-parallel collectives always span every replica.
+  auto build_comm = [&](int replica) {
+    std::vector<StageComm> comm(pp);
+    const bool shared = replica <= 0;  // count the data-parallel traffic once
+    auto mine = [&](std::vector<std::vector<int>> groups) {
+      if (replica < 0) return groups;
+      std::vector<std::vector<int>> kept;
+      for (auto& g : groups)
+        if (std::any_of(g.begin(), g.end(),
+                        [&](int gpu) { return (gpu / layout.tp) % layout.dp == replica; }))
+          kept.push_back(std::move(g));
+      return kept;
+    };
+    for (int s = 0; s < pp; ++s) {
+      const ChunkCost& c0 = cost[s][0];
+      const double slots = static_cast<double>(m) * v * 2;  // per step: every chunk, fwd and bwd
+      const auto tp_groups = mine(layout.tp_groups(s));
+      const double tp_calls = slots * c0.tp_collectives;
+      comm[s].tp_slot_s = p.sequence_parallel
+                              ? collective(fmt::format("TP all_gather s{}", s), "all_gather",
+                                           tp_groups, c0.tp_bytes, tp_calls) +
+                                    collective(fmt::format("TP reduce_scatter s{}", s),
+                                               "reduce_scatter", tp_groups, c0.tp_bytes, tp_calls)
+                              : collective(fmt::format("TP all_reduce s{}", s), "all_reduce",
+                                           tp_groups, c0.tp_bytes, tp_calls);
+      double ep_bytes = 0, ep_calls = 0;
+      for (const auto& c : cost[s]) {
+        ep_bytes = std::max(ep_bytes, c.ep_bytes);
+        ep_calls += static_cast<double>(m) * 2 * c.ep_alltoalls;
+      }
+      if (layout.ep > 1) {
+        // An EP group spans ep replicas: in per-rank mode count its traffic for the first one.
+        const auto groups = mine(layout.dp_groups(s, layout.ep));
+        const bool first =
+            replica < 0 || (groups.front().front() / layout.tp) % layout.dp == replica;
+        comm[s].ep_s = collective(fmt::format("EP alltoall s{}", s), "alltoall", groups, ep_bytes,
+                                  first ? ep_calls : 0.0);
+      }
+      if (s + 1 < pp) {
+        std::vector<std::vector<int>> pairs;
+        for (int d = 0; d < layout.dp; ++d)
+          for (int tr = 0; tr < layout.tp; ++tr)
+            pairs.push_back({layout.gpu(tr, d, s), layout.gpu(tr, d, s + 1)});
+        comm[s].p2p_s = collective(fmt::format("PP send/recv s{}", s), "sendrecv", mine(pairs),
+                                   c0.p2p_bytes, slots / 2);
+      } else if (v > 1 && pp > 1) {
+        comm[s].p2p_s = comm[0].p2p_s;  // last stage to stage 0 of the next chunk: same pattern
+      }
+      for (int c = 0; c < v; ++c) {
+        const ChunkCost& cc = cost[s][c];
+        const double dense_bytes = 2.0 * (cc.params - cc.expert_params);
+        const double expert_bytes = 2.0 * cc.expert_params;
+        const double once = shared ? 1.0 : 0.0;
+        double dp = 0, gather = 0, scatter = 0, hsdp = 0;
+        const int shard = layout.shard_group;
+        if (p.zero >= 3) {
+          const auto groups = layout.dp_groups(s, shard);
+          gather = collective(fmt::format("FSDP all_gather s{} c{}", s, c), "all_gather", groups,
+                              dense_bytes + expert_bytes, once * 2.0 * m);
+          scatter = collective(fmt::format("FSDP reduce_scatter s{} c{}", s, c), "reduce_scatter",
+                               groups, dense_bytes + expert_bytes, once * m);
+          if (shard < layout.dp)
+            hsdp = collective(fmt::format("HSDP all_reduce s{} c{}", s, c), "all_reduce",
+                              layout.dp_groups(s, layout.dp / shard, shard),
+                              (dense_bytes + expert_bytes) / shard, once);
+        } else {
+          const std::string op = p.zero == 0 ? "all_reduce" : "reduce_scatter";
+          dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op,
+                          layout.dp_groups(s, layout.dp), dense_bytes, once);
+          if (expert_bytes > 0 && layout.dp / layout.ep > 1)
+            dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
+                             layout.dp_groups(s, layout.dp / layout.ep, layout.ep), expert_bytes,
+                             once);
+        }
+        comm[s].dp_sync_s.push_back(dp);
+        comm[s].fsdp_gather_s.push_back(gather);
+        comm[s].fsdp_scatter_s.push_back(scatter);
+        comm[s].hsdp_reduce_s.push_back(hsdp);
+      }
+    }
+    return comm;
+  };
+
+  // Instances: the symmetric one (or, per rank, every replica), and the replica holding a
+  // straggler if there is one. The step ends when the slowest instance does.
   std::vector<double> scale(pp, 1.0);
-  Instance worst = run_instance(p, layout, cost, comm, optimizer_s, scale,
-                                profile.overlap_compute_slowdown.value);
+  const double overlap = profile.overlap_compute_slowdown.value;
+  std::vector<StageComm> comm = build_comm(-1);
+  Instance worst;
+  if (per_rank) {
+    for (int replica = 0; replica < layout.dp; ++replica) {
+      Instance one =
+          run_instance(p, layout, cost, build_comm(replica), optimizer_s, scale, overlap);
+      if (replica == 0 || one.step_s > worst.step_s) worst = std::move(one);
+    }
+    std::fill(r.link_bytes.begin(), r.link_bytes.end(),
+              0.0);  // recount: private groups per replica
+    for (int replica = 0; replica < layout.dp; ++replica) build_comm(replica);
+  } else {
+    worst = run_instance(p, layout, cost, comm, optimizer_s, scale, overlap);
+  }
   if (scenario.slow_gpu >= 0) {
     if (scenario.slow_gpu >= r.gpus)
       throw core::Error("perturbations.slow_gpu.gpu", std::to_string(scenario.slow_gpu),
                         fmt::format("the cluster has {} GPUs", r.gpus), scenario.source);
     scale[scenario.slow_gpu / (layout.tp * layout.dp)] = scenario.slow_factor;
-    Instance slow = run_instance(p, layout, cost, comm, optimizer_s, scale,
-                                 profile.overlap_compute_slowdown.value);
+    Instance slow = run_instance(p, layout, cost, comm, optimizer_s, scale, overlap);
     if (slow.step_s > worst.step_s) worst = std::move(slow);
   }
   r.step_time_s = worst.step_s;
@@ -355,7 +392,6 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine) {
   }
   for (const auto& [kind, bc] : kinds)
     r.link_utilization.emplace_back(kind, bc.first / (bc.second * r.step_time_s));
-  (void)local_params_max;
   return r;
 }
 

@@ -64,8 +64,11 @@ struct StepReport {
 };
 
 /// Throws core::Error when the scenario has no job, the parallelism is impossible or the
-/// model does not fit in GPU memory.
-StepReport simulate_step(const Scenario& scenario, const std::string& engine = "native");
+/// model does not fit in GPU memory. `per_rank` simulates every data-parallel replica with its
+/// own TP/EP/pipeline groups solved separately (the check on the rank-class abstraction; cost
+/// grows with dp).
+StepReport simulate_step(const Scenario& scenario, const std::string& engine = "native",
+                         bool per_rank = false);
 
 std::string step_summary_text(const Scenario& scenario, const StepReport& report);
 std::string step_summary_json(const Scenario& scenario, const StepReport& report);
