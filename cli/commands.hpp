@@ -28,5 +28,6 @@ Action add_run(CLI::App& app);
 Action add_topology(CLI::App& app);
 Action add_calibrate(CLI::App& app);
 Action add_collective(CLI::App& app);
+Action add_campaign(CLI::App& app);
 
 }  // namespace twin::cli

@@ -117,6 +117,47 @@ void read_perturbations(MapReader r, Scenario& s) {
     throw slow.error("factor", fmt::format("{}", s.slow_factor), "a slowdown factor is >= 1");
 }
 
+void read_failures(MapReader r, failures::FailureSpec& f) {
+  r.get("rate_multiplier", f.rate_multiplier);
+  r.get("node_mtbf_hours", f.node_mtbf_hours);
+  r.get("lemon_fraction", f.lemon_fraction);
+  r.get("lemon_factor", f.lemon_factor);
+  r.get("weibull_shape", f.weibull_shape);
+  r.get("straggler_rate_per_node_day", f.straggler_rate_per_node_day);
+  r.get("straggler_hours", f.straggler_hours);
+  r.get("straggler_factor", f.straggler_factor);
+  r.get("gc_pause_ms", f.gc_pause_ms);
+  r.get("gc_period_s", f.gc_period_s);
+  r.get("gc_drift_s_per_hour", f.gc_drift_s_per_hour);
+  r.get("gc_sync_minutes", f.gc_sync_minutes);
+  r.get("sdc_detection_hours", f.sdc_detection_hours);
+  r.finish();
+}
+
+void read_recovery(MapReader r, failures::RecoverySpec& rec) {
+  std::string interval = "young_daly";
+  r.get("checkpoint_interval_min", interval);
+  if (interval == "young_daly") {
+    rec.checkpoint_interval_min = 0;
+  } else {
+    try {
+      std::size_t used = 0;
+      rec.checkpoint_interval_min = std::stod(interval, &used);
+      if (used != interval.size() || !(rec.checkpoint_interval_min > 0))
+        throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw r.error("checkpoint_interval_min", interval,
+                    "expected minutes (> 0) or \"young_daly\"");
+    }
+  }
+  r.get("checkpoint_write_s", rec.checkpoint_write_s);
+  r.get("restart_min", rec.restart_min);
+  r.get("detection_min", rec.detection_min);
+  r.get("hot_spares", rec.hot_spares);
+  r.get("repair_hours", rec.repair_hours);
+  r.finish();
+}
+
 }  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
@@ -157,6 +198,8 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   read_parallelism(top.section("parallelism"), s.parallelism);
   read_training(top.section("training"), s.training);
   read_perturbations(top.section("perturbations"), s);
+  read_failures(top.section("failures"), s.failures);
+  read_recovery(top.section("recovery"), s.recovery);
   top.finish();
   return s;
 }

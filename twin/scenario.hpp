@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "failure_models/failures.hpp"
 #include "topology/spec.hpp"
 #include "workload/model.hpp"
 #include "workload/parallelism.hpp"
@@ -37,6 +38,9 @@ struct Scenario {
   /// Perturbations of the symmetric job: one GPU slowed by a factor (a straggler).
   int slow_gpu = -1;
   double slow_factor = 1.0;
+  /// Failure campaign: rates, stragglers and recovery policy.
+  failures::FailureSpec failures;
+  failures::RecoverySpec recovery;
   /// Where it came from: a file path, or "<default>" for the embedded scenario.
   std::string source;
 };

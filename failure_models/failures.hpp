@@ -1,0 +1,75 @@
+#pragma once
+/// Failure, straggler and recovery models for a training campaign.
+///
+/// Default rates come from the published 54-day, 16,384-GPU (2,048-node) Llama 3 pre-training
+/// run (data/reliability/llama3-54day-interruptions.csv): each cause's rate per component-day is
+///   count / (components exposed x 54 days),
+/// with the exposure chosen by where the cause lives: per GPU (16,384) for GPU faults, HBM, SRAM,
+/// GPU system processor, thermal and silent data corruption; per node (2,048) for host parts,
+/// maintenance, software and NCCL hangs; per NIC (16,384) for NICs; per fabric cable (3 x 16,384
+/// in a non-blocking 3-tier tree) for switch/cable faults. E.g. faulty GPU: 148 / (16,384 x 54)
+/// = 1.67e-4 per GPU-day, so a 4,096-GPU job sees 0.69 such failures a day.
+///
+/// Heterogeneity: a fraction of "lemon" nodes fails `lemon_factor` times as often; the base rate
+/// is scaled so the fleet average stays the published one: base = r / (1 - f + f k).
+/// Time to failure per component class is exponential, or Weibull with `weibull_shape` < 1
+/// (infant mortality: a decreasing hazard after bring-up) with the same mean.
+
+#include <string>
+#include <vector>
+
+#include "core/rng.hpp"
+
+namespace twin::failures {
+
+enum class Exposure { gpu, node, nic, cable };
+
+struct Cause {
+  std::string name;
+  std::string category;  ///< GPU, Host, Network, Dependency, ...
+  Exposure exposure;
+  double per_unit_day;  ///< failures per component per day (fleet average)
+  bool silent = false;  ///< silent data corruption: detected late, rolls back further
+};
+
+/// The causes and rates derived from the Llama 3 table (see above).
+std::vector<Cause> llama3_causes();
+
+struct FailureSpec {
+  double rate_multiplier = 1.0;
+  /// If > 0, replaces the derived hardware rates with one node-level process of this MTBF.
+  double node_mtbf_hours = 0;
+  double lemon_fraction = 0.02;
+  double lemon_factor = 10.0;
+  double weibull_shape = 1.0;
+  // Straggler episodes (a GPU slowed by correctable-ECC handling or thermal throttling).
+  // Assumption: no published rate; one node in 200 starts an episode each day.
+  double straggler_rate_per_node_day = 0.005;
+  double straggler_hours = 2.0;
+  double straggler_factor = 1.3;
+  // Unsynchronized garbage collection: each host pauses `gc_pause_ms` every `gc_period_s`; the
+  // phases drift apart by `gc_drift_s_per_hour` (seconds of phase per hour, per host, random
+  // walk); a synchronized collection every `gc_sync_minutes` (0: never) re-aligns them.
+  double gc_pause_ms = 0;
+  double gc_period_s = 60;
+  double gc_drift_s_per_hour = 2.0;
+  double gc_sync_minutes = 0;
+  double sdc_detection_hours = 6.0;
+};
+
+struct RecoverySpec {
+  double checkpoint_interval_min = 0;  ///< 0: Young/Daly
+  double checkpoint_write_s = 60;
+  double restart_min = 10;
+  double detection_min = 5;
+  int hot_spares = 16;
+  double repair_hours = 48;
+};
+
+/// Throws core::Error naming failures.* or recovery.* fields.
+void validate(const FailureSpec& f, const RecoverySpec& r, int nodes, double run_days);
+
+/// Young/Daly's first-order optimum: sqrt(2 C MTBF).
+double young_daly_interval_s(double checkpoint_s, double mtbf_s);
+
+}  // namespace twin::failures

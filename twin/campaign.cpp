@@ -1,0 +1,573 @@
+#include "twin/campaign.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <H5Cpp.h>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "twin/step_sim.hpp"
+
+namespace twin::sim {
+namespace {
+
+constexpr double kDay = 86400.0;
+
+struct NodeRates {
+  std::vector<failures::Cause> causes;
+  std::vector<double> per_node_day;  ///< each cause's rate for one (average) node
+  double total_per_node_day = 0;
+};
+
+NodeRates node_rates(const CampaignInputs& in) {
+  NodeRates r;
+  if (in.failures.node_mtbf_hours > 0) {
+    r.causes = {
+        {"Node failure", "Hardware", failures::Exposure::node, 24.0 / in.failures.node_mtbf_hours}};
+  } else {
+    r.causes = failures::llama3_causes();
+  }
+  for (const auto& c : r.causes) {
+    double units = 1;
+    switch (c.exposure) {
+      case failures::Exposure::gpu:
+        units = in.gpus_per_node;
+        break;
+      case failures::Exposure::node:
+        units = 1;
+        break;
+      case failures::Exposure::nic:
+        units = in.nics_per_node;
+        break;
+      case failures::Exposure::cable:
+        units = in.nics_per_node * in.tiers;
+        break;
+    }
+    r.per_node_day.push_back(c.per_unit_day * units * in.failures.rate_multiplier);
+    r.total_per_node_day += r.per_node_day.back();
+  }
+  return r;
+}
+
+double weibull_time(core::Rng& rng, double rate_per_s, double shape) {
+  if (!(rate_per_s > 0)) return std::numeric_limits<double>::infinity();
+  const double mean = 1.0 / rate_per_s;
+  return rng.weibull(shape, mean / std::tgamma(1.0 + 1.0 / shape));
+}
+
+}  // namespace
+
+double job_failure_rate(const CampaignInputs& in) {
+  return node_rates(in).total_per_node_day * in.nodes / kDay;
+}
+
+TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t seed, int trial,
+                      std::vector<CampaignEvent>* events) {
+  core::Rng rng = core::Rng(seed).split(static_cast<std::uint64_t>(trial));
+  const NodeRates rates = node_rates(in);
+  const auto& f = in.failures;
+  const auto& rec = in.recovery;
+  const double base = rates.total_per_node_day /
+                      (1.0 - f.lemon_fraction + f.lemon_fraction * f.lemon_factor) / kDay;
+  auto draw_rate = [&] { return rng.uniform() < f.lemon_fraction ? base * f.lemon_factor : base; };
+  std::vector<double> node_rate(static_cast<std::size_t>(in.nodes)),
+      next_failure(static_cast<std::size_t>(in.nodes));
+  for (int n = 0; n < in.nodes; ++n) {
+    node_rate[n] = draw_rate();
+    next_failure[n] = weibull_time(rng, node_rate[n], f.weibull_shape);
+  }
+  const double gpus = in.gpus;
+  TrialResult out;
+  for (const char* k : {"recomputation", "restart", "checkpointing", "straggling"})
+    out.lost_gpu_hours[k] = 0;
+  auto log = [&](double t, const char* kind, const std::string& cause) {
+    if (events) events->push_back({trial, t / 3600.0, kind, cause});
+  };
+
+  double now = 0, progress = 0;
+  double run_since_ckpt = 0;  // running time since the last checkpoint
+  std::vector<std::pair<double, double>> checkpoints{{0.0, 0.0}};  // (wall time written, progress)
+  int spares = rec.hot_spares;
+  std::vector<double> repairs;  // times at which failed nodes come back
+  double gc_since_sync = 0;     // hours since pauses were aligned
+  double next_gc_sync = f.gc_sync_minutes > 0 ? f.gc_sync_minutes * 60.0 : 0.0;
+  // Straggler episodes: job-level Poisson arrivals, fixed duration, overlapping allowed.
+  const double straggler_rate =
+      in.stragglers ? f.straggler_rate_per_node_day * in.nodes / kDay : 0.0;
+  double next_straggler = straggler_rate > 0 ? rng.exponential(straggler_rate)
+                                             : std::numeric_limits<double>::infinity();
+  std::vector<double> straggler_ends;
+  std::vector<double> pending_sdc;  // corruption times not yet detected
+  const double sdc_delay = f.sdc_detection_hours * 3600.0;
+  const double interval = interval_s > 0 ? interval_s : std::numeric_limits<double>::infinity();
+  const double gc_period = f.gc_period_s, gc_pause = f.gc_pause_ms / 1e3;
+  const bool gc_on = in.stragglers && gc_pause > 0;
+
+  auto slowdown = [&] {
+    double s = straggler_ends.empty() ? 1.0 : in.straggler_slowdown;
+    if (gc_on) {
+      const double width =
+          std::min(gc_period, 2.0 * f.gc_drift_s_per_hour * std::sqrt(gc_since_sync));
+      const double pauses = std::min<double>(in.nodes, 1.0 + width / gc_pause);
+      s *= 1.0 + gc_pause * pauses / gc_period;
+    }
+    return s;
+  };
+
+  // Stops the job at `t` for a failure of `cause`; resumes from `rollback` progress.
+  auto interrupt = [&](double t, const std::string& cause, double rollback, int node) {
+    out.lost_gpu_hours["recomputation"] += (progress - rollback) * gpus / 3600.0;
+    ++out.interruptions;
+    ++out.by_cause[cause];
+    double down = (rec.detection_min + rec.restart_min) * 60.0;
+    if (node >= 0) {
+      repairs.erase(std::remove_if(repairs.begin(), repairs.end(),
+                                   [&](double r) {
+                                     if (r <= t) {
+                                       ++spares;
+                                       return true;
+                                     }
+                                     return false;
+                                   }),
+                    repairs.end());
+      if (spares > 0) {
+        --spares;
+        ++out.spares_used;
+      } else if (!repairs.empty()) {  // wait for the first repaired node
+        std::sort(repairs.begin(), repairs.end());
+        down = std::max(down, repairs.front() - t + rec.restart_min * 60.0);
+        repairs.erase(repairs.begin());
+      } else {
+        down += rec.repair_hours * 3600.0;  // no spare pool at all: the node itself is repaired
+      }
+      if (rec.hot_spares > 0 || !repairs.empty()) repairs.push_back(t + rec.repair_hours * 3600.0);
+      node_rate[node] = draw_rate();
+      next_failure[node] = t + down + weibull_time(rng, node_rate[node], f.weibull_shape);
+    }
+    out.lost_gpu_hours["restart"] += down * gpus / 3600.0;
+    // Nodes other than the failed one keep aging while the job is down.
+    now = t + down;
+    progress = rollback;
+    run_since_ckpt = 0;
+    gc_since_sync = 0;  // a relaunch starts every host's collector afresh
+    log(now, "restart", cause);
+  };
+
+  std::size_t failing = 0;
+  bool failing_dirty = true;
+  int guard = 0;
+  while (progress < in.work_s) {
+    if (++guard > 50'000'000) throw std::runtime_error("campaign trial does not converge");
+    const double s = slowdown();
+    const double rate = 1.0 / s;
+    if (failing_dirty) {  // the earliest node failure changes only when a node is replaced
+      failing = 0;
+      for (std::size_t n = 1; n < next_failure.size(); ++n)
+        if (next_failure[n] < next_failure[failing]) failing = n;
+      failing_dirty = false;
+    }
+    const double t_fail =
+        next_failure.empty() ? std::numeric_limits<double>::infinity() : next_failure[failing];
+    const double t_ckpt = now + (interval - run_since_ckpt);
+    const double t_done = now + (in.work_s - progress) / rate;
+    const double t_strag = std::min(
+        next_straggler, straggler_ends.empty()
+                            ? std::numeric_limits<double>::infinity()
+                            : *std::min_element(straggler_ends.begin(), straggler_ends.end()));
+    const double t_sdc = pending_sdc.empty() ? std::numeric_limits<double>::infinity()
+                                             : pending_sdc.front() + sdc_delay;
+    double t_gc =
+        gc_on ? now + 900.0 : std::numeric_limits<double>::infinity();  // refresh the drift
+    if (gc_on && f.gc_sync_minutes > 0) t_gc = std::min(t_gc, next_gc_sync);
+    // Events that fell while the job was down take effect as it comes back.
+    const double t = std::max(now, std::min({t_fail, t_ckpt, t_done, t_strag, t_sdc, t_gc}));
+    const double dt = t - now;
+    progress = std::min(in.work_s, progress + dt * rate);
+    out.lost_gpu_hours["straggling"] += dt * (1.0 - rate) * gpus / 3600.0;
+    run_since_ckpt += dt;
+    if (gc_on) gc_since_sync += dt / 3600.0;
+    now = t;
+    if (gc_on && f.gc_sync_minutes > 0 && now >= next_gc_sync) {  // a synchronized collection
+      gc_since_sync = 0;
+      next_gc_sync = now + f.gc_sync_minutes * 60.0;
+    }
+    if (t == t_done || progress >= in.work_s) break;
+    if (t >= t_fail) {
+      // Which cause: in proportion to the causes' rates.
+      double pick = rng.uniform() * rates.total_per_node_day, acc = 0;
+      std::size_t c = 0;
+      for (; c + 1 < rates.causes.size(); ++c) {
+        acc += rates.per_node_day[c];
+        if (pick < acc) break;
+      }
+      const auto& cause = rates.causes[c];
+      log(t, "failure", cause.name);
+      if (cause.silent) {
+        pending_sdc.push_back(t);
+        // The corrupting GPU is not noticed yet: its node keeps running and may fail again.
+        next_failure[failing] = t + weibull_time(rng, node_rate[failing], f.weibull_shape);
+        failing_dirty = true;
+        continue;
+      }
+      interrupt(t, cause.name, checkpoints.back().second, static_cast<int>(failing));
+      failing_dirty = true;
+      continue;
+    }
+    if (t >= t_sdc) {
+      const double corrupted_at = pending_sdc.front();
+      pending_sdc.erase(pending_sdc.begin());
+      // Roll back to the last checkpoint written before the corruption; later ones hold bad state.
+      while (checkpoints.size() > 1 && checkpoints.back().first > corrupted_at)
+        checkpoints.pop_back();
+      log(t, "sdc_detected", "Silent Data Corruption");
+      interrupt(t, "Silent Data Corruption", checkpoints.back().second, -1);
+      continue;
+    }
+    if (t >= t_ckpt) {
+      // A synchronous write; a failure during it voids this checkpoint.
+      const double write = rec.checkpoint_write_s;
+      if (!next_failure.empty() && next_failure[failing] < now + write) {
+        now = next_failure[failing];
+        out.lost_gpu_hours["checkpointing"] += (now - t) * gpus / 3600.0;
+        run_since_ckpt = 0;
+        continue;  // the failure is handled on the next pass
+      }
+      now += write;
+      out.lost_gpu_hours["checkpointing"] += write * gpus / 3600.0;
+      checkpoints.emplace_back(now, progress);
+      ++out.checkpoints;
+      run_since_ckpt = 0;
+      log(now, "checkpoint", "");
+      continue;
+    }
+    if (t >= t_strag) {
+      if (next_straggler <= t) {
+        straggler_ends.push_back(t + f.straggler_hours * 3600.0);
+        next_straggler = t + rng.exponential(straggler_rate);
+      } else {
+        straggler_ends.erase(std::min_element(straggler_ends.begin(), straggler_ends.end()));
+      }
+    }
+  }
+  out.wall_s = now;
+  out.ettr = in.work_s / now;
+  return out;
+}
+
+Percentiles percentiles(std::vector<double> v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) {
+    const double x = q * static_cast<double>(v.size() - 1);
+    const auto i = static_cast<std::size_t>(x);
+    const double frac = x - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
+  };
+  p.p10 = at(0.1);
+  p.p50 = at(0.5);
+  p.p90 = at(0.9);
+  for (double x : v) p.mean += x;
+  p.mean /= static_cast<double>(v.size());
+  return p;
+}
+
+namespace {
+
+/// Runs trials [0, n) on threads; `done(i, result, events)` is called in trial order.
+void run_trials(
+    const CampaignInputs& in, double interval, std::uint64_t seed, int n, int threads,
+    const std::function<void(int, const TrialResult&, const std::vector<CampaignEvent>&)>& done,
+    bool record_events, bool progress) {
+  std::vector<TrialResult> results(static_cast<std::size_t>(n));
+  std::vector<std::vector<CampaignEvent>> events(static_cast<std::size_t>(n));
+  std::vector<char> finished(static_cast<std::size_t>(n), 0);
+  std::atomic<int> next{0};
+  std::mutex mutex;
+  int flushed = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (int i; (i = next.fetch_add(1)) < n;) {
+      std::vector<CampaignEvent> ev;
+      TrialResult r = run_trial(in, interval, seed, i, record_events ? &ev : nullptr);
+      std::lock_guard<std::mutex> lock(mutex);
+      results[i] = std::move(r);
+      events[i] = std::move(ev);
+      finished[i] = 1;
+      while (flushed < n && finished[flushed]) {  // hand results over in trial order
+        done(flushed, results[flushed], events[flushed]);
+        events[flushed].clear();
+        ++flushed;
+      }
+      if (progress) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const int width = 30, filled = width * flushed / n;
+        std::fprintf(stderr, "\r[%s%s] %d/%d trials, ETA %.0f s ", std::string(filled, '#').c_str(),
+                     std::string(width - filled, ' ').c_str(), flushed, n,
+                     flushed > 0 ? elapsed / flushed * (n - flushed) : 0.0);
+        if (flushed == n) std::fprintf(stderr, "\n");
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+/// campaign.h5 written as trials finish: /trials (one row each) and /events, flushed per trial.
+class IncrementalWriter {
+ public:
+  explicit IncrementalWriter(const std::string& path) {
+    H5::Exception::dontPrint();
+    file_ = H5::H5File(path, H5F_ACC_TRUNC);
+    trials_ = make("/trials",
+                   {"trial", "wall_days", "ettr", "interruptions", "spares_used", "checkpoints"});
+    events_ = make("/events", {"trial", "time_h", "kind", "cause"});
+  }
+  void trial(int i, const TrialResult& r, const std::vector<CampaignEvent>& events) {
+    append(trials_,
+           {static_cast<double>(i), r.wall_s / kDay, r.ettr, static_cast<double>(r.interruptions),
+            static_cast<double>(r.spares_used), static_cast<double>(r.checkpoints)});
+    for (const auto& e : events)
+      append(events_,
+             {static_cast<double>(e.trial), e.time_h, static_cast<double>(code(kinds_, e.kind)),
+              static_cast<double>(code(causes_, e.cause))});
+    file_.flush(H5F_SCOPE_GLOBAL);
+  }
+  ~IncrementalWriter() {
+    try {
+      H5::Group root = file_.openGroup("/");
+      auto names = [&](const char* attr, const std::vector<std::string>& list) {
+        std::string joined;
+        for (const auto& s : list) joined += s + ";";
+        H5::StrType type(H5::PredType::C_S1, std::max<std::size_t>(1, joined.size()));
+        root.createAttribute(attr, type, H5::DataSpace(H5S_SCALAR))
+            .write(type, joined.empty() ? " " : joined);
+      };
+      names("event_kinds", kinds_);
+      names("event_causes", causes_);
+    } catch (...) {
+    }
+  }
+
+ private:
+  struct Table {
+    std::vector<H5::DataSet> columns;
+    hsize_t rows = 0;
+  };
+  Table make(const std::string& group, const std::vector<std::string>& names) {
+    Table t;
+    H5::Group g = file_.createGroup(group);
+    for (const auto& name : names) {
+      hsize_t dims[1] = {0}, max[1] = {H5S_UNLIMITED}, chunk[1] = {4096};
+      H5::DSetCreatPropList props;
+      props.setChunk(1, chunk);
+      t.columns.push_back(
+          g.createDataSet(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(1, dims, max), props));
+    }
+    return t;
+  }
+  void append(Table& t, const std::vector<double>& row) {
+    const hsize_t size[1] = {t.rows + 1}, offset[1] = {t.rows}, count[1] = {1};
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      t.columns[c].extend(size);
+      H5::DataSpace space = t.columns[c].getSpace();
+      space.selectHyperslab(H5S_SELECT_SET, count, offset);
+      H5::DataSpace one(1, count);
+      t.columns[c].write(&row[c], H5::PredType::NATIVE_DOUBLE, one, space);
+    }
+    ++t.rows;
+  }
+  static int code(std::vector<std::string>& list, const std::string& name) {
+    auto it = std::find(list.begin(), list.end(), name);
+    if (it != list.end()) return static_cast<int>(it - list.begin());
+    list.push_back(name);
+    return static_cast<int>(list.size() - 1);
+  }
+  H5::H5File file_;
+  Table trials_, events_;
+  std::vector<std::string> kinds_, causes_;
+};
+
+}  // namespace
+
+CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) {
+  if (o.trials < 1) throw core::Error("--trials", std::to_string(o.trials), "must be at least 1");
+  CampaignReport rep;
+  rep.trials = o.trials;
+  rep.checkpoint_s = in.recovery.checkpoint_write_s;
+  const double rate = job_failure_rate(in);
+  rep.job_mtbf_h = rate > 0 ? 1.0 / rate / 3600.0 : std::numeric_limits<double>::infinity();
+  rep.young_daly_s =
+      rate > 0 ? failures::young_daly_interval_s(in.recovery.checkpoint_write_s, 1.0 / rate) : 0.0;
+  rep.interval_s = in.recovery.checkpoint_interval_min > 0
+                       ? in.recovery.checkpoint_interval_min * 60.0
+                       : rep.young_daly_s;
+  if (!(rep.interval_s > 0) && rate > 0)
+    throw core::Error(
+        "recovery.checkpoint_interval_min", "young_daly",
+        "with recovery.checkpoint_write_s = 0 Young/Daly's interval is 0: give an interval");
+  rep.healthy_days = in.work_s / kDay;
+  rep.straggler_slowdown = in.straggler_slowdown;
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+
+  std::unique_ptr<IncrementalWriter> writer;
+  if (!o.out_dir.empty()) {
+    std::filesystem::create_directories(o.out_dir);
+    try {
+      writer = std::make_unique<IncrementalWriter>(o.out_dir + "/campaign.h5");
+    } catch (const H5::Exception& e) {
+      throw core::Error("--out", o.out_dir, "cannot write campaign.h5: " + e.getDetailMsg());
+    }
+  }
+  std::vector<double> ettr, days;
+  double interruptions = 0, wall = 0;
+  run_trials(
+      in, rep.interval_s, o.seed, o.trials, threads,
+      [&](int i, const TrialResult& r, const std::vector<CampaignEvent>& events) {
+        ettr.push_back(r.ettr);
+        days.push_back(r.wall_s / kDay);
+        interruptions += r.interruptions;
+        wall += r.wall_s;
+        for (const auto& [cause, n] : r.by_cause) rep.interruptions_by_cause[cause] += n;
+        for (const auto& [cause, h] : r.lost_gpu_hours) rep.lost_gpu_hours[cause] += h;
+        rep.spares_used += r.spares_used;
+        if (writer) writer->trial(i, r, events);
+      },
+      writer != nullptr, o.progress);
+  rep.ettr = percentiles(ettr);
+  rep.days = percentiles(days);
+  rep.interruptions_per_day = interruptions / (wall / kDay);
+  for (auto& [k, v] : rep.interruptions_by_cause) v /= o.trials;
+  for (auto& [k, v] : rep.lost_gpu_hours) v /= o.trials;
+  rep.spares_used /= o.trials;
+
+  // The checkpoint interval that maximizes mean ETTR, on the same seeds (common random numbers).
+  if (rep.young_daly_s > 0) {
+    const int grid_trials = std::min(o.trials, 64);
+    double best = -1;
+    for (double factor : {0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0}) {
+      const double interval = rep.young_daly_s * factor;
+      if (interval > in.work_s) continue;
+      double sum = 0;
+      run_trials(
+          in, interval, o.seed, grid_trials, threads,
+          [&](int, const TrialResult& r, const std::vector<CampaignEvent>&) { sum += r.ettr; },
+          false, false);
+      const double mean = sum / grid_trials;
+      rep.interval_curve.emplace_back(interval, mean);
+      if (mean > best) {
+        best = mean;
+        rep.best_interval_s = interval;
+      }
+    }
+  }
+  // What if there were no stragglers (and no GC drift)?
+  CampaignInputs clean = in;
+  clean.stragglers = false;
+  std::vector<double> ettr_clean, days_clean;
+  run_trials(
+      clean, rep.interval_s, o.seed, o.trials, threads,
+      [&](int, const TrialResult& r, const std::vector<CampaignEvent>&) {
+        ettr_clean.push_back(r.ettr);
+        days_clean.push_back(r.wall_s / kDay);
+      },
+      false, false);
+  rep.ettr_without_stragglers = percentiles(ettr_clean);
+  rep.days_without_stragglers = percentiles(days_clean);
+  return rep;
+}
+
+CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& options) {
+  const StepReport healthy = simulate_step(scenario);
+  Scenario slow = scenario;
+  slow.slow_gpu = 0;
+  slow.slow_factor = scenario.failures.straggler_factor;
+  const StepReport straggling = simulate_step(slow);
+  CampaignInputs in;
+  in.gpus = healthy.gpus;
+  in.gpus_per_node = scenario.cluster.gpus_per_node;
+  in.nics_per_node = scenario.cluster.nics_per_node;
+  in.nodes = scenario.cluster.nodes;
+  in.tiers = scenario.fabric.tiers;
+  in.work_s = scenario.training.tokens / healthy.tokens_per_step * healthy.step_time_s;
+  in.straggler_slowdown = straggling.step_time_s / healthy.step_time_s;
+  in.failures = scenario.failures;
+  in.recovery = scenario.recovery;
+  failures::validate(in.failures, in.recovery, in.nodes, in.work_s / kDay);
+  CampaignReport rep = run_campaign(in, options);
+  rep.step_time_s = healthy.step_time_s;
+  return rep;
+}
+
+std::string campaign_text(const Scenario& s, const CampaignReport& r) {
+  std::string out = fmt::format("Training campaign: {} on {} GPUs, {} trials\n", s.model.name,
+                                s.cluster.gpus(), r.trials);
+  out +=
+      fmt::format("failure-free      {:.1f} days ({:.3f} s/step)\n", r.healthy_days, r.step_time_s);
+  out += fmt::format("job MTBF          {:.2f} h ({:.1f} interruptions/day simulated)\n",
+                     r.job_mtbf_h, r.interruptions_per_day);
+  out += fmt::format(
+      "checkpoint        every {:.1f} min ({:.0f} s writes); Young/Daly {:.1f} min; best found "
+      "{:.1f} min\n",
+      r.interval_s / 60, r.checkpoint_s, r.young_daly_s / 60, r.best_interval_s / 60);
+  out += fmt::format("ETTR              P10 {:.3f}  P50 {:.3f}  P90 {:.3f}\n", r.ettr.p10,
+                     r.ettr.p50, r.ettr.p90);
+  out += fmt::format("time to train     P10 {:.1f}  P50 {:.1f}  P90 {:.1f} days\n", r.days.p10,
+                     r.days.p50, r.days.p90);
+  out += fmt::format(
+      "without stragglers ETTR P50 {:.3f}, time to train P50 {:.1f} days (straggler slowdown "
+      "{:.3f}x per episode)\n",
+      r.ettr_without_stragglers.p50, r.days_without_stragglers.p50, r.straggler_slowdown);
+  out += "GPU-hours lost per trial (mean)\n";
+  for (const auto& [cause, h] : r.lost_gpu_hours)
+    out += fmt::format("  {:<16}{:>12.0f}\n", cause, h);
+  out += "interruptions per trial by cause (mean)\n";
+  std::vector<std::pair<std::string, double>> causes(r.interruptions_by_cause.begin(),
+                                                     r.interruptions_by_cause.end());
+  std::sort(causes.begin(), causes.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  for (const auto& [cause, n] : causes) out += fmt::format("  {:<32}{:>8.1f}\n", cause, n);
+  out += fmt::format("hot spares used per trial (mean) {:.1f}\n", r.spares_used);
+  return out;
+}
+
+std::string campaign_json(const CampaignReport& r) {
+  auto pct = [](const Percentiles& p) {
+    return nlohmann::ordered_json{{"p10", p.p10}, {"p50", p.p50}, {"p90", p.p90}, {"mean", p.mean}};
+  };
+  nlohmann::ordered_json j;
+  j["trials"] = r.trials;
+  j["ettr"] = pct(r.ettr);
+  j["time_to_train_days"] = pct(r.days);
+  j["failure_free_days"] = r.healthy_days;
+  j["interruptions_per_day"] = r.interruptions_per_day;
+  j["job_mtbf_hours"] = r.job_mtbf_h;
+  j["lost_gpu_hours_by_cause"] = r.lost_gpu_hours;
+  j["interruptions_by_cause"] = r.interruptions_by_cause;
+  j["spares_used"] = r.spares_used;
+  j["checkpoint_interval_min"] = r.interval_s / 60;
+  j["best_checkpoint_interval_min"] = r.best_interval_s / 60;
+  j["young_daly_interval_min"] = r.young_daly_s / 60;
+  nlohmann::ordered_json curve = nlohmann::ordered_json::array();
+  for (const auto& [interval, e] : r.interval_curve)
+    curve.push_back({{"interval_min", interval / 60}, {"mean_ettr", e}});
+  j["ettr_by_interval"] = curve;
+  j["without_stragglers"] = {{"ettr", pct(r.ettr_without_stragglers)},
+                             {"time_to_train_days", pct(r.days_without_stragglers)}};
+  j["straggler_slowdown"] = r.straggler_slowdown;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace twin::sim
