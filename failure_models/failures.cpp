@@ -70,6 +70,15 @@ void validate(const FailureSpec& f, const RecoverySpec& r, int nodes, double run
   non_negative(r.restart_min, "recovery.restart_min");
   non_negative(r.detection_min, "recovery.detection_min");
   non_negative(r.repair_hours, "recovery.repair_hours");
+  non_negative(r.storage_write_GBps, "recovery.storage_write_GBps");
+  non_negative(r.storage_read_GBps, "recovery.storage_read_GBps");
+  non_negative(r.nccl_init_s_per_1k_gpus, "recovery.nccl_init_s_per_1k_gpus");
+  non_negative(f.leaf_switch_mtbf_hours, "failures.leaf_switch_mtbf_hours");
+  non_negative(f.power_domain_mtbf_hours, "failures.power_domain_mtbf_hours");
+  non_negative(f.switch_repair_hours, "failures.switch_repair_hours");
+  if (f.power_domain_nodes < 1)
+    throw core::Error("failures.power_domain_nodes", std::to_string(f.power_domain_nodes),
+                      "must be at least 1");
   if (r.checkpoint_interval_min * 60 > run_days * 86400)
     throw core::Error(
         "recovery.checkpoint_interval_min", fmt::format("{}", r.checkpoint_interval_min),

@@ -55,15 +55,34 @@ struct FailureSpec {
   double gc_drift_s_per_hour = 2.0;
   double gc_sync_minutes = 0;
   double sdc_detection_hours = 6.0;
+  // Correlated failures (no published rates: off by default). A leaf switch takes down the NIC
+  // of every node under it; a power domain takes down `power_domain_nodes` whole nodes.
+  double leaf_switch_mtbf_hours = 0;
+  double power_domain_mtbf_hours = 0;
+  int power_domain_nodes = 4;
+  double switch_repair_hours = 4;
 };
 
 struct RecoverySpec {
   double checkpoint_interval_min = 0;  ///< 0: Young/Daly
+  /// Synchronous write time; with `storage_write_GBps` > 0 it is derived instead from the
+  /// checkpoint size (weights 2 + fp32 master 4 + Adam 8 = 14 bytes per parameter).
   double checkpoint_write_s = 60;
+  double storage_write_GBps = 0;
+  /// Checkpoint load on restart (0: included in restart_min).
+  double storage_read_GBps = 0;
+  /// Asynchronous checkpoints: the job pauses only to copy its shard to host memory over PCIe;
+  /// the checkpoint counts once the background write has finished.
+  bool async_checkpoint = false;
   double restart_min = 10;
+  /// NCCL communicator set-up grows with scale (MegaScale: under 30 s at 10,000+ GPUs after
+  /// optimization) — seconds per 1,000 GPUs added to every restart.
+  double nccl_init_s_per_1k_gpus = 3.0;
   double detection_min = 5;
   int hot_spares = 16;
   double repair_hours = 48;
+  /// Without a spare, continue with fewer data-parallel replicas instead of waiting for repair.
+  bool elastic = false;
 };
 
 /// Throws core::Error naming failures.* or recovery.* fields.

@@ -158,3 +158,67 @@ TEST(Campaign, DefaultScenarioWritesIncrementalHdf5) {
 
 }  // namespace
 }  // namespace twin::sim
+
+namespace twin::sim {
+namespace {
+
+CampaignInputs job4096() {
+  CampaignInputs in;
+  in.nodes = 512;
+  in.gpus = 4096;
+  in.replicas = 128;
+  in.leaves = 128;
+  in.nodes_per_leaf = 32;
+  in.work_s = 20 * 86400.0;
+  in.checkpoint_bytes = 14.0 * 70e9;
+  in.straggler_slowdown = 1.1;
+  return in;
+}
+
+double p50(const CampaignInputs& in) {
+  CampaignOptions o;
+  o.trials = 24;
+  o.threads = 2;
+  return run_campaign(in, o).ettr.p50;
+}
+
+TEST(Campaign, CorrelatedLeafFailuresTakeManyNodesAtOnce) {
+  CampaignInputs in = job4096();
+  const double base = p50(in);
+  in.failures.leaf_switch_mtbf_hours = 5000;  // 128 leaves: one every ~39 h
+  CampaignOptions o;
+  o.trials = 24;
+  const CampaignReport r = run_campaign(in, o);
+  EXPECT_GT(r.interruptions_by_cause.at("Leaf switch (correlated)"), 5.0);
+  EXPECT_GT(r.spares_used, run_campaign(job4096(), o).spares_used);  // 32 nodes per outage
+  EXPECT_LT(r.ettr.p50, base);
+}
+
+TEST(Campaign, ElasticModeBeatsWaitingForRepairsWithoutSpares) {
+  CampaignInputs waiting = job4096();
+  waiting.recovery.hot_spares = 0;
+  CampaignInputs elastic = waiting;
+  elastic.recovery.elastic = true;
+  EXPECT_GT(p50(elastic), p50(waiting));
+}
+
+TEST(Campaign, AsynchronousCheckpointsPauseLess) {
+  CampaignInputs sync = job4096();
+  sync.recovery.storage_write_GBps = 50;  // 980 GB in 19.6 s
+  CampaignInputs async = sync;
+  async.recovery.async_checkpoint = true;
+  EXPECT_NEAR(checkpoint_pause_s(sync), 980e9 / 50e9, 1e-9);
+  EXPECT_NEAR(checkpoint_pause_s(async), 980e9 / 4096 / 63e9, 1e-12);
+  EXPECT_GT(p50(async), p50(sync));
+}
+
+TEST(Campaign, RestartsGrowWithNcclInitializationAtScale) {
+  CampaignInputs fast = job4096();
+  fast.recovery.nccl_init_s_per_1k_gpus = 0;
+  CampaignInputs slow = fast;
+  slow.recovery.nccl_init_s_per_1k_gpus = 120;  // pre-optimization NCCL init (MegaScale)
+  EXPECT_GT(p50(fast), p50(slow));
+}
+
+}  // namespace
+}  // namespace twin::sim

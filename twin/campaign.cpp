@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "topology/fabric.hpp"
 #include "twin/step_sim.hpp"
 
 namespace twin::sim {
@@ -68,7 +70,20 @@ double weibull_time(core::Rng& rng, double rate_per_s, double shape) {
 }  // namespace
 
 double job_failure_rate(const CampaignInputs& in) {
-  return node_rates(in).total_per_node_day * in.nodes / kDay;
+  const auto& f = in.failures;
+  double rate = node_rates(in).total_per_node_day * in.nodes / kDay;
+  if (f.leaf_switch_mtbf_hours > 0) rate += in.leaves / (f.leaf_switch_mtbf_hours * 3600.0);
+  if (f.power_domain_mtbf_hours > 0)
+    rate += std::ceil(static_cast<double>(in.nodes) / f.power_domain_nodes) /
+            (f.power_domain_mtbf_hours * 3600.0);
+  return rate;
+}
+
+double checkpoint_pause_s(const CampaignInputs& in) {
+  const auto& rec = in.recovery;
+  if (rec.async_checkpoint) return in.checkpoint_bytes / std::max(1, in.gpus) / in.host_copy_Bps;
+  return rec.storage_write_GBps > 0 ? in.checkpoint_bytes / (rec.storage_write_GBps * 1e9)
+                                    : rec.checkpoint_write_s;
 }
 
 TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t seed, int trial,
@@ -109,12 +124,35 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
   std::vector<double> straggler_ends;
   std::vector<double> pending_sdc;  // corruption times not yet detected
   const double sdc_delay = f.sdc_detection_hours * 3600.0;
+  const double write_s = rec.storage_write_GBps > 0
+                             ? in.checkpoint_bytes / (rec.storage_write_GBps * 1e9)
+                             : rec.checkpoint_write_s;
+  const double pause_s = checkpoint_pause_s(in);
+  const double restart_s =
+      rec.restart_min * 60.0 + rec.nccl_init_s_per_1k_gpus * gpus / 1000.0 +
+      (rec.storage_read_GBps > 0 ? in.checkpoint_bytes / (rec.storage_read_GBps * 1e9) : 0.0);
+  // Correlated outages: job-level Poisson processes.
+  const double leaf_rate =
+      f.leaf_switch_mtbf_hours > 0 ? in.leaves / (f.leaf_switch_mtbf_hours * 3600.0) : 0.0;
+  const double power_rate = f.power_domain_mtbf_hours > 0
+                                ? std::ceil(static_cast<double>(in.nodes) / f.power_domain_nodes) /
+                                      (f.power_domain_mtbf_hours * 3600.0)
+                                : 0.0;
+  const double inf = std::numeric_limits<double>::infinity();
+  double next_leaf = leaf_rate > 0 ? rng.exponential(leaf_rate) : inf;
+  double next_power = power_rate > 0 ? rng.exponential(power_rate) : inf;
+  int missing = 0;              // elastic mode: nodes the job runs without
+  std::vector<double> returns;  // when missing nodes come back
+  double pending_ckpt = inf;    // asynchronous write in flight: completes at this time
+  double pending_progress = 0;
   const double interval = interval_s > 0 ? interval_s : std::numeric_limits<double>::infinity();
   const double gc_period = f.gc_period_s, gc_pause = f.gc_pause_ms / 1e3;
   const bool gc_on = in.stragglers && gc_pause > 0;
 
   auto slowdown = [&] {
     double s = straggler_ends.empty() ? 1.0 : in.straggler_slowdown;
+    // Elastic: each missing node removes its replica's share of the work per step.
+    if (missing > 0) s /= 1.0 - static_cast<double>(missing) / in.replicas;
     if (gc_on) {
       const double width =
           std::min(gc_period, 2.0 * f.gc_drift_s_per_hour * std::sqrt(gc_since_sync));
@@ -124,42 +162,56 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
     return s;
   };
 
-  // Stops the job at `t` for a failure of `cause`; resumes from `rollback` progress.
-  auto interrupt = [&](double t, const std::string& cause, double rollback, int node) {
-    out.lost_gpu_hours["recomputation"] += (progress - rollback) * gpus / 3600.0;
-    ++out.interruptions;
-    ++out.by_cause[cause];
-    double down = (rec.detection_min + rec.restart_min) * 60.0;
-    if (node >= 0) {
-      repairs.erase(std::remove_if(repairs.begin(), repairs.end(),
-                                   [&](double r) {
-                                     if (r <= t) {
-                                       ++spares;
-                                       return true;
-                                     }
-                                     return false;
-                                   }),
-                    repairs.end());
+  // Takes `lost` nodes out of the job at `t`: spares replace them, or (elastic) the job runs
+  // without them, or it waits for the first repair. Returns how long the job must wait.
+  auto replace = [&](double t, int lost, double repair_s) {
+    // The failed nodes go to repair and rejoin the spare pool when fixed.
+    for (int i = 0; i < lost; ++i) repairs.push_back(t + repair_s);
+    std::sort(repairs.begin(), repairs.end());
+    while (!repairs.empty() && repairs.front() <= t) {
+      ++spares;
+      repairs.erase(repairs.begin());
+    }
+    double wait = 0;
+    for (int i = 0; i < lost; ++i) {
       if (spares > 0) {
         --spares;
         ++out.spares_used;
-      } else if (!repairs.empty()) {  // wait for the first repaired node
-        std::sort(repairs.begin(), repairs.end());
-        down = std::max(down, repairs.front() - t + rec.restart_min * 60.0);
+      } else if (rec.elastic && missing + 1 < in.replicas) {
+        ++missing;  // run without it; the first node out of repair rejoins
+        returns.push_back(repairs.front());
         repairs.erase(repairs.begin());
       } else {
-        down += rec.repair_hours * 3600.0;  // no spare pool at all: the node itself is repaired
+        wait = std::max(wait, repairs.front() - t);  // wait for the first node out of repair
+        repairs.erase(repairs.begin());
       }
-      if (rec.hot_spares > 0 || !repairs.empty()) repairs.push_back(t + rec.repair_hours * 3600.0);
+    }
+    return wait;
+  };
+
+  // Stops the job at `t` for `cause`; `lost` nodes leave; resumes from `rollback` progress.
+  auto interrupt = [&](double t, const std::string& cause, double rollback, int node, int lost,
+                       double repair_s) {
+    out.lost_gpu_hours["recomputation"] += (progress - rollback) * gpus / 3600.0;
+    ++out.interruptions;
+    ++out.by_cause[cause];
+    const double wait = replace(t, lost, repair_s);
+    const double down = rec.detection_min * 60.0 + std::max(wait, 0.0) + restart_s;
+    if (node >= 0) {
       node_rate[node] = draw_rate();
       next_failure[node] = t + down + weibull_time(rng, node_rate[node], f.weibull_shape);
     }
     out.lost_gpu_hours["restart"] += down * gpus / 3600.0;
-    // Nodes other than the failed one keep aging while the job is down.
+    // Failure clocks run under load: nodes idle while the job is down do not age (the causes in
+    // the published table are load-driven: GPU faults, software, NCCL hangs). Otherwise a job with
+    // no spares and long repairs would never restart: failures would pile up during each wait.
+    for (std::size_t n = 0; n < next_failure.size(); ++n)
+      if (static_cast<int>(n) != node) next_failure[n] += down;
     now = t + down;
     progress = rollback;
     run_since_ckpt = 0;
-    gc_since_sync = 0;  // a relaunch starts every host's collector afresh
+    gc_since_sync = 0;   // a relaunch starts every host's collector afresh
+    pending_ckpt = inf;  // an unfinished asynchronous write is lost
     log(now, "restart", cause);
   };
 
@@ -167,7 +219,11 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
   bool failing_dirty = true;
   int guard = 0;
   while (progress < in.work_s) {
-    if (++guard > 50'000'000) throw std::runtime_error("campaign trial does not converge");
+    if (++guard > 50'000'000)
+      throw core::Error(
+          "recovery", "",
+          "the run never finishes: failures arrive faster than checkpoints can save work "
+          "(shorten checkpoint_interval_min, speed up checkpoints or lower failure rates)");
     const double s = slowdown();
     const double rate = 1.0 / s;
     if (failing_dirty) {  // the earliest node failure changes only when a node is replaced
@@ -178,7 +234,9 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
     }
     const double t_fail =
         next_failure.empty() ? std::numeric_limits<double>::infinity() : next_failure[failing];
-    const double t_ckpt = now + (interval - run_since_ckpt);
+    // A new checkpoint waits for an asynchronous write still in flight.
+    const double t_ckpt =
+        std::max(now + (interval - run_since_ckpt), pending_ckpt < inf ? pending_ckpt : 0.0);
     const double t_done = now + (in.work_s - progress) / rate;
     const double t_strag = std::min(
         next_straggler, straggler_ends.empty()
@@ -189,8 +247,11 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
     double t_gc =
         gc_on ? now + 900.0 : std::numeric_limits<double>::infinity();  // refresh the drift
     if (gc_on && f.gc_sync_minutes > 0) t_gc = std::min(t_gc, next_gc_sync);
+    const double t_return =
+        returns.empty() ? inf : *std::min_element(returns.begin(), returns.end());
     // Events that fell while the job was down take effect as it comes back.
-    const double t = std::max(now, std::min({t_fail, t_ckpt, t_done, t_strag, t_sdc, t_gc}));
+    const double t = std::max(now, std::min({t_fail, t_ckpt, t_done, t_strag, t_sdc, t_gc,
+                                             next_leaf, next_power, t_return, pending_ckpt}));
     const double dt = t - now;
     progress = std::min(in.work_s, progress + dt * rate);
     out.lost_gpu_hours["straggling"] += dt * (1.0 - rate) * gpus / 3600.0;
@@ -202,6 +263,33 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
       next_gc_sync = now + f.gc_sync_minutes * 60.0;
     }
     if (t == t_done || progress >= in.work_s) break;
+    if (t >= pending_ckpt) {  // the background write finished: the checkpoint now counts
+      checkpoints.emplace_back(pending_ckpt, pending_progress);
+      ++out.checkpoints;
+      pending_ckpt = inf;
+      log(t, "checkpoint", "");
+      continue;
+    }
+    if (t >= t_return) {  // elastic: a repaired node rejoins
+      returns.erase(std::min_element(returns.begin(), returns.end()));
+      --missing;
+      continue;
+    }
+    if (t >= next_leaf || t >= next_power) {
+      const bool leaf = next_leaf <= next_power;
+      const int lost =
+          leaf ? std::min(in.nodes, in.nodes_per_leaf) : std::min(in.nodes, f.power_domain_nodes);
+      const std::string cause = leaf ? "Leaf switch (correlated)" : "Power domain (correlated)";
+      log(t, "failure", cause);
+      if (leaf)
+        next_leaf = t + rng.exponential(leaf_rate);
+      else
+        next_power = t + rng.exponential(power_rate);
+      // A dead leaf is replaced in switch_repair_hours; a power domain's nodes need node repair.
+      interrupt(t, cause, checkpoints.back().second, -1, lost,
+                (leaf ? f.switch_repair_hours : rec.repair_hours) * 3600.0);
+      continue;
+    }
     if (t >= t_fail) {
       // Which cause: in proportion to the causes' rates.
       double pick = rng.uniform() * rates.total_per_node_day, acc = 0;
@@ -219,7 +307,8 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
         failing_dirty = true;
         continue;
       }
-      interrupt(t, cause.name, checkpoints.back().second, static_cast<int>(failing));
+      interrupt(t, cause.name, checkpoints.back().second, static_cast<int>(failing), 1,
+                rec.repair_hours * 3600.0);
       failing_dirty = true;
       continue;
     }
@@ -230,12 +319,13 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
       while (checkpoints.size() > 1 && checkpoints.back().first > corrupted_at)
         checkpoints.pop_back();
       log(t, "sdc_detected", "Silent Data Corruption");
-      interrupt(t, "Silent Data Corruption", checkpoints.back().second, -1);
+      interrupt(t, "Silent Data Corruption", checkpoints.back().second, -1, 1,
+                rec.repair_hours * 3600.0);
       continue;
     }
     if (t >= t_ckpt) {
-      // A synchronous write; a failure during it voids this checkpoint.
-      const double write = rec.checkpoint_write_s;
+      // A synchronous write (or, async, the snapshot copy); a failure during it voids it.
+      const double write = pause_s;
       if (!next_failure.empty() && next_failure[failing] < now + write) {
         now = next_failure[failing];
         out.lost_gpu_hours["checkpointing"] += (now - t) * gpus / 3600.0;
@@ -244,10 +334,15 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
       }
       now += write;
       out.lost_gpu_hours["checkpointing"] += write * gpus / 3600.0;
-      checkpoints.emplace_back(now, progress);
-      ++out.checkpoints;
       run_since_ckpt = 0;
-      log(now, "checkpoint", "");
+      if (rec.async_checkpoint) {
+        pending_ckpt = now + std::max(0.0, write_s - write);
+        pending_progress = progress;
+      } else {
+        checkpoints.emplace_back(now, progress);
+        ++out.checkpoints;
+        log(now, "checkpoint", "");
+      }
       continue;
     }
     if (t >= t_strag) {
@@ -294,12 +389,21 @@ void run_trials(
   std::vector<char> finished(static_cast<std::size_t>(n), 0);
   std::atomic<int> next{0};
   std::mutex mutex;
+  std::exception_ptr failure;
   int flushed = 0;
   const auto start = std::chrono::steady_clock::now();
   auto worker = [&] {
     for (int i; (i = next.fetch_add(1)) < n;) {
       std::vector<CampaignEvent> ev;
-      TrialResult r = run_trial(in, interval, seed, i, record_events ? &ev : nullptr);
+      TrialResult r;
+      try {
+        r = run_trial(in, interval, seed, i, record_events ? &ev : nullptr);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) failure = std::current_exception();
+        next = n;  // stop handing out trials
+        return;
+      }
       std::lock_guard<std::mutex> lock(mutex);
       results[i] = std::move(r);
       events[i] = std::move(ev);
@@ -324,6 +428,7 @@ void run_trials(
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 /// campaign.h5 written as trials finish: /trials (one row each) and /events, flushed per trial.
@@ -407,18 +512,16 @@ CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) 
   if (o.trials < 1) throw core::Error("--trials", std::to_string(o.trials), "must be at least 1");
   CampaignReport rep;
   rep.trials = o.trials;
-  rep.checkpoint_s = in.recovery.checkpoint_write_s;
+  rep.checkpoint_s = checkpoint_pause_s(in);
   const double rate = job_failure_rate(in);
   rep.job_mtbf_h = rate > 0 ? 1.0 / rate / 3600.0 : std::numeric_limits<double>::infinity();
-  rep.young_daly_s =
-      rate > 0 ? failures::young_daly_interval_s(in.recovery.checkpoint_write_s, 1.0 / rate) : 0.0;
+  rep.young_daly_s = rate > 0 ? failures::young_daly_interval_s(rep.checkpoint_s, 1.0 / rate) : 0.0;
   rep.interval_s = in.recovery.checkpoint_interval_min > 0
                        ? in.recovery.checkpoint_interval_min * 60.0
                        : rep.young_daly_s;
   if (!(rep.interval_s > 0) && rate > 0)
-    throw core::Error(
-        "recovery.checkpoint_interval_min", "young_daly",
-        "with recovery.checkpoint_write_s = 0 Young/Daly's interval is 0: give an interval");
+    throw core::Error("recovery.checkpoint_interval_min", "young_daly",
+                      "the checkpoint pause is 0, so Young/Daly's interval is 0: give an interval");
   rep.healthy_days = in.work_s / kDay;
   rep.straggler_slowdown = in.straggler_slowdown;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -506,6 +609,15 @@ CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& opt
   in.straggler_slowdown = straggling.step_time_s / healthy.step_time_s;
   in.failures = scenario.failures;
   in.recovery = scenario.recovery;
+  in.checkpoint_bytes = 14.0 * scenario.model.total_params();
+  in.host_copy_Bps = scenario.cluster.pcie_GBps * 1e9;
+  in.replicas = scenario.parallelism.dp;
+  const topology::Fabric fabric(scenario.cluster, scenario.fabric);
+  in.leaves = fabric.geometry().leaves;
+  in.nodes_per_leaf =
+      scenario.fabric.rail_optimized
+          ? fabric.geometry().leaf_down
+          : std::max(1, fabric.geometry().leaf_down / scenario.cluster.nics_per_node);
   failures::validate(in.failures, in.recovery, in.nodes, in.work_s / kDay);
   CampaignReport rep = run_campaign(in, options);
   rep.step_time_s = healthy.step_time_s;
@@ -520,7 +632,7 @@ std::string campaign_text(const Scenario& s, const CampaignReport& r) {
   out += fmt::format("job MTBF          {:.2f} h ({:.1f} interruptions/day simulated)\n",
                      r.job_mtbf_h, r.interruptions_per_day);
   out += fmt::format(
-      "checkpoint        every {:.1f} min ({:.0f} s writes); Young/Daly {:.1f} min; best found "
+      "checkpoint        every {:.1f} min ({:.3g} s pause each); Young/Daly {:.1f} min; best found "
       "{:.1f} min\n",
       r.interval_s / 60, r.checkpoint_s, r.young_daly_s / 60, r.best_interval_s / 60);
   out += fmt::format("ETTR              P10 {:.3f}  P50 {:.3f}  P90 {:.3f}\n", r.ettr.p10,

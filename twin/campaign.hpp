@@ -12,7 +12,9 @@
 /// slow GPU (cached per factor); unsynchronized GC pauses add pause x min(N, 1 + w/pause) per GC
 /// period, w = min(period, 2 drift sqrt(hours since the last synchronization)).
 ///
-/// Work is counted in healthy step-seconds: ETTR = work / wall time.
+/// Node failure clocks run only while the job runs (load-driven causes); correlated outages and
+/// straggler episodes arrive in wall time. Work is counted in healthy step-seconds:
+/// ETTR = work / wall time.
 
 #include <cstdint>
 #include <functional>
@@ -29,6 +31,11 @@ struct CampaignInputs {
   int nodes = 0, gpus = 0, gpus_per_node = 8, nics_per_node = 8, tiers = 3;
   double work_s = 0;              ///< failure-free training time
   double straggler_slowdown = 1;  ///< step time with one slow GPU / healthy step time
+  double checkpoint_bytes = 0;    ///< whole job (for storage-derived write and load times)
+  double host_copy_Bps = 63e9;    ///< GPU to host, per GPU (asynchronous snapshot)
+  int replicas = 1;               ///< data-parallel replicas (elastic mode drops them)
+  int leaves = 0;                 ///< leaf switches carrying the job
+  int nodes_per_leaf = 32;        ///< nodes whose NIC a leaf failure cuts
   failures::FailureSpec failures;
   failures::RecoverySpec recovery;
   bool stragglers = true;  ///< false: the "remove the stragglers" what-if
@@ -56,8 +63,10 @@ struct CampaignEvent {
 TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t seed, int trial,
                       std::vector<CampaignEvent>* events = nullptr);
 
-/// Job-level failure rate (failures per second, fleet-average, all causes).
+/// Job-level failure rate (failures per second, fleet-average, all causes incl. correlated).
 double job_failure_rate(const CampaignInputs& in);
+/// How long the job pauses per checkpoint (the C of Young/Daly).
+double checkpoint_pause_s(const CampaignInputs& in);
 
 struct Percentiles {
   double p10 = 0, p50 = 0, p90 = 0, mean = 0;

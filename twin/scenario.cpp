@@ -131,6 +131,10 @@ void read_failures(MapReader r, failures::FailureSpec& f) {
   r.get("gc_drift_s_per_hour", f.gc_drift_s_per_hour);
   r.get("gc_sync_minutes", f.gc_sync_minutes);
   r.get("sdc_detection_hours", f.sdc_detection_hours);
+  r.get("leaf_switch_mtbf_hours", f.leaf_switch_mtbf_hours);
+  r.get("power_domain_mtbf_hours", f.power_domain_mtbf_hours);
+  r.get("power_domain_nodes", f.power_domain_nodes);
+  r.get("switch_repair_hours", f.switch_repair_hours);
   r.finish();
 }
 
@@ -151,7 +155,12 @@ void read_recovery(MapReader r, failures::RecoverySpec& rec) {
     }
   }
   r.get("checkpoint_write_s", rec.checkpoint_write_s);
+  r.get("storage_write_GBps", rec.storage_write_GBps);
+  r.get("storage_read_GBps", rec.storage_read_GBps);
+  r.get("async_checkpoint", rec.async_checkpoint);
   r.get("restart_min", rec.restart_min);
+  r.get("nccl_init_s_per_1k_gpus", rec.nccl_init_s_per_1k_gpus);
+  r.get("elastic", rec.elastic);
   r.get("detection_min", rec.detection_min);
   r.get("hot_spares", rec.hot_spares);
   r.get("repair_hours", rec.repair_hours);
