@@ -29,5 +29,6 @@ Action add_topology(CLI::App& app);
 Action add_calibrate(CLI::App& app);
 Action add_collective(CLI::App& app);
 Action add_campaign(CLI::App& app);
+Action add_sweep(CLI::App& app);
 
 }  // namespace twin::cli

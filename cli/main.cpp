@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   add(twin::cli::add_bom);
   add(twin::cli::add_topology);
   add(twin::cli::add_campaign);
+  add(twin::cli::add_sweep);
   add(twin::cli::add_collective);
   add(twin::cli::add_calibrate);
 

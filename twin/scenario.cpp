@@ -167,6 +167,30 @@ void read_recovery(MapReader r, failures::RecoverySpec& rec) {
   r.finish();
 }
 
+void read_costs(MapReader r, CostSpec& c) {
+  r.get("node_usd", c.node_usd);
+  r.get("nic_usd_per_100gbps", c.nic_usd_per_100gbps);
+  r.get("switch_usd_per_port", c.switch_usd_per_port);
+  r.get("transceiver_usd", c.transceiver_usd);
+  r.get("cable_usd", c.cable_usd);
+  r.get("node_kw", c.node_kw);
+  r.get("switch_kw", c.switch_kw);
+  r.get("usd_per_mwh", c.usd_per_mwh);
+  r.get("pue", c.pue);
+  r.get("amortization_years", c.amortization_years);
+  r.finish();
+  for (auto [v, k] :
+       {std::pair{c.node_usd, "node_usd"}, std::pair{c.switch_usd_per_port, "switch_usd_per_port"},
+        std::pair{c.transceiver_usd, "transceiver_usd"}, std::pair{c.cable_usd, "cable_usd"},
+        std::pair{c.node_kw, "node_kw"}, std::pair{c.switch_kw, "switch_kw"},
+        std::pair{c.usd_per_mwh, "usd_per_mwh"}})
+    if (!(v >= 0)) throw r.error(k, fmt::format("{}", v), "must not be negative");
+  if (!(c.pue >= 1)) throw r.error("pue", fmt::format("{}", c.pue), "must be >= 1");
+  if (!(c.amortization_years > 0))
+    throw r.error("amortization_years", fmt::format("{}", c.amortization_years),
+                  "must be positive");
+}
+
 }  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
@@ -209,6 +233,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   read_perturbations(top.section("perturbations"), s);
   read_failures(top.section("failures"), s.failures);
   read_recovery(top.section("recovery"), s.recovery);
+  read_costs(top.section("costs"), s.costs);
   top.finish();
   return s;
 }

@@ -17,6 +17,7 @@
 
 #include "failure_models/failures.hpp"
 #include "topology/spec.hpp"
+#include "twin/cost_model.hpp"
 #include "workload/model.hpp"
 #include "workload/parallelism.hpp"
 
@@ -41,6 +42,7 @@ struct Scenario {
   /// Failure campaign: rates, stragglers and recovery policy.
   failures::FailureSpec failures;
   failures::RecoverySpec recovery;
+  CostSpec costs;
   /// Where it came from: a file path, or "<default>" for the embedded scenario.
   std::string source;
 };

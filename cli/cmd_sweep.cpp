@@ -1,0 +1,205 @@
+// clustertwin sweep: threads on one machine, or MPI ranks across machines when launched with
+// mpirun (rank r runs points r, r + size, ...; rank 0 gathers rows in point order and writes).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "twin/sweep.hpp"
+
+#ifdef CLUSTERTWIN_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace twin::cli {
+namespace {
+
+struct SweepArgs {
+  ScenarioOptions scenario;
+  std::vector<std::string> vary;
+  sim::SweepSettings settings;
+  std::string out_dir;
+  int threads = 0;
+};
+
+struct World {
+  int rank = 0, size = 1;
+};
+
+World mpi_world() {
+  World w;
+#ifdef CLUSTERTWIN_WITH_MPI
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) MPI_Init(nullptr, nullptr);
+    MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  }
+#endif
+  return w;
+}
+
+void mpi_done() {
+#ifdef CLUSTERTWIN_WITH_MPI
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+#endif
+}
+
+int run_sweep(const SweepArgs& args) {
+  std::vector<sim::Vary> vary;
+  for (const auto& v : args.vary) vary.push_back(sim::parse_vary(v));
+  const auto points = sim::sweep_points(args.scenario.path, args.scenario.overrides, vary);
+  const World world = mpi_world();
+
+  // Resume: rows already in OUT/sweep.csv are reused, not recomputed.
+  std::map<std::string, sim::PointResult> done_before;
+  const std::string csv_path = args.out_dir.empty() ? "" : args.out_dir + "/sweep.csv";
+  if (!csv_path.empty() && std::filesystem::exists(csv_path)) {
+    std::ifstream in(csv_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    done_before = sim::read_csv(text.str(), args.settings);
+    if (world.rank == 0 && !done_before.empty())
+      fmt::print(stderr, "sweep: reusing {} finished point(s) from {}\n", done_before.size(),
+                 csv_path);
+  }
+#ifdef CLUSTERTWIN_WITH_MPI
+  if (world.size > 1) MPI_Barrier(MPI_COMM_WORLD);  // everyone has read the old rows
+#endif
+
+  std::vector<sim::SweepPoint> todo;
+  for (const auto& p : points)
+    if (!done_before.count(p.label) && p.index % world.size == world.rank) todo.push_back(p);
+
+  if (world.rank != 0) {  // compute this rank's points and send each row to rank 0
+#ifdef CLUSTERTWIN_WITH_MPI
+    sim::run_points(
+        args.scenario.path, todo, args.settings, 1,
+        [&](const sim::PointResult& r) {
+          const std::string row = sim::csv_row(r, args.settings);
+          MPI_Send(row.data(), static_cast<int>(row.size()), MPI_CHAR, 0, r.index, MPI_COMM_WORLD);
+        },
+        false);
+#endif
+    mpi_done();
+    return 0;
+  }
+
+  std::ofstream csv;
+  std::unique_ptr<sim::SweepHdf5> h5;
+  if (!args.out_dir.empty()) {
+    std::filesystem::create_directories(args.out_dir);
+    csv.open(csv_path);
+    if (!csv) throw core::Error("--out", args.out_dir, "cannot write sweep.csv");
+    csv << sim::csv_header(args.settings) << std::flush;
+    h5 = std::make_unique<sim::SweepHdf5>(args.out_dir + "/sweep.h5");
+  }
+  std::vector<sim::PointResult> results;
+  auto record = [&](const sim::PointResult& r) {
+    if (csv.is_open()) csv << sim::csv_row(r, args.settings) << std::flush;
+    if (h5) h5->write(r);
+    results.push_back(r);
+  };
+
+  if (world.size == 1) {
+    std::map<int, sim::PointResult> reused;
+    for (const auto& p : points)
+      if (done_before.count(p.label)) {
+        reused[p.index] = done_before.at(p.label);
+        reused[p.index].index = p.index;
+      }
+    // New results arrive in order among themselves; interleave the reused ones by index.
+    auto flush_reused = [&](int upto) {
+      while (!reused.empty() && reused.begin()->first < upto) {
+        record(reused.begin()->second);
+        reused.erase(reused.begin());
+      }
+    };
+    const bool progress = !args.scenario.json && isatty(STDERR_FILENO) != 0;
+    sim::run_points(
+        args.scenario.path, todo, args.settings,
+        args.threads > 0 ? args.threads
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+        [&](const sim::PointResult& r) {
+          flush_reused(r.index);
+          record(r);
+        },
+        progress);
+    flush_reused(static_cast<int>(points.size()));
+  } else {
+#ifdef CLUSTERTWIN_WITH_MPI
+    // Rank 0 walks the points in order: its own it computes, others it receives.
+    for (const auto& p : points) {
+      if (done_before.count(p.label)) {
+        sim::PointResult r = done_before.at(p.label);
+        r.index = p.index;
+        record(r);
+      } else if (p.index % world.size == 0) {
+        record(sim::run_point(args.scenario.path, p, args.settings));
+      } else {
+        MPI_Status status;
+        MPI_Probe(p.index % world.size, p.index, MPI_COMM_WORLD, &status);
+        int count = 0;
+        MPI_Get_count(&status, MPI_CHAR, &count);
+        std::string row(static_cast<std::size_t>(count), '\0');
+        MPI_Recv(row.data(), count, MPI_CHAR, p.index % world.size, p.index, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        auto parsed = sim::read_csv(sim::csv_header(args.settings) + row, args.settings);
+        sim::PointResult r;
+        if (!parsed.empty()) {
+          r = parsed.begin()->second;
+        } else {  // an "error" row: keep what the rank said
+          r.index = p.index;
+          r.label = p.label;
+          r.status = "error";
+          r.reason = row;
+        }
+        r.index = p.index;
+        record(r);
+      }
+    }
+#endif
+  }
+  sim::mark_pareto(results);
+  fmt::print("{}", args.scenario.json ? sim::sweep_results_json(results)
+                                      : sim::sweep_results_table(results, args.settings));
+  mpi_done();
+  return 0;
+}
+
+}  // namespace
+
+Action add_sweep(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "sweep", "Capacity planning: run the cross product of varied scenario fields");
+  auto args = std::make_shared<SweepArgs>();
+  args->scenario.add_to(*cmd);
+  cmd->add_option("--vary", args->vary, "key=v1,v2,... or key=from:to:step (repeatable)")
+      ->required();
+  cmd->add_flag("--campaign", args->settings.campaign, "Also run a failure campaign per point");
+  cmd->add_option("--trials", args->settings.trials, "Campaign trials per point")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->settings.seed, "Campaign seed")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Threads (0: all cores; 1 per rank under mpirun)");
+  cmd->add_option("--out", args->out_dir,
+                  "Write sweep.h5 and sweep.csv (rerun to skip finished points)");
+  return [args] {
+    try {
+      return run_sweep(*args);
+    } catch (...) {
+      mpi_done();
+      throw;
+    }
+  };
+}
+
+}  // namespace twin::cli

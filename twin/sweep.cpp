@@ -1,0 +1,345 @@
+#include "twin/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <H5Cpp.h>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "core/error.hpp"
+#include "topology/bom.hpp"
+#include "topology/fabric.hpp"
+#include "twin/campaign.hpp"
+#include "twin/cost_model.hpp"
+#include "twin/scenario.hpp"
+#include "twin/step_sim.hpp"
+
+namespace twin::sim {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto at = text.find(sep, start);
+    out.push_back(text.substr(start, at - start));
+    if (at == std::string::npos) break;
+    start = at + 1;
+  }
+  return out;
+}
+
+const std::vector<std::string>& metric_names(bool campaign) {
+  static const std::vector<std::string> step = {
+      "gpus",         "switches",     "cables",
+      "capex_usd",    "it_power_kw",  "step_time_s",
+      "mfu",          "tokens_per_s", "time_to_train_days",
+      "gpu_hour_usd", "run_cost_usd", "usd_per_million_tokens"};
+  static const std::vector<std::string> with_campaign = [] {
+    auto v = step;
+    for (const char* m : {"ettr_p50", "time_to_train_days_p50_failures", "gpu_hours_lost"})
+      v.push_back(m);
+    return v;
+  }();
+  return campaign ? with_campaign : step;
+}
+
+}  // namespace
+
+double PointResult::metric(const std::string& name) const {
+  for (const auto& [k, v] : metrics)
+    if (k == name) return v;
+  return std::nan("");
+}
+
+Vary parse_vary(const std::string& arg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    throw core::Error("--vary", arg, "expected key=v1,v2,... or key=from:to:step");
+  Vary v{arg.substr(0, eq), {}};
+  const std::string rhs = arg.substr(eq + 1);
+  const auto parts = split(rhs, ':');
+  if (parts.size() == 3) {
+    double from = 0, to = 0, step = 0;
+    try {
+      from = std::stod(parts[0]);
+      to = std::stod(parts[1]);
+      step = std::stod(parts[2]);
+    } catch (const std::exception&) {
+      throw core::Error("--vary", arg, "a range is from:to:step with numbers");
+    }
+    if (!(step > 0) || to < from)
+      throw core::Error("--vary", arg, "empty range (need step > 0 and to >= from)");
+    for (int i = 0;; ++i) {
+      const double x = from + i * step;
+      if (x > to + 1e-9 * std::abs(step)) break;
+      v.values.push_back(fmt::format("{}", x));
+    }
+  } else if (parts.size() == 1) {
+    for (auto& value : split(rhs, ','))
+      if (!value.empty()) v.values.push_back(value);
+  } else {
+    throw core::Error("--vary", arg, "expected key=v1,v2,... or key=from:to:step");
+  }
+  if (v.values.empty()) throw core::Error("--vary", arg, "no values");
+  return v;
+}
+
+std::vector<SweepPoint> sweep_points(const std::string& scenario_path,
+                                     const std::vector<std::string>& base,
+                                     const std::vector<Vary>& vary) {
+  if (vary.empty()) throw core::Error("--vary", "", "give at least one --vary key=values");
+  // Every value must load into its field before any work starts.
+  for (const auto& v : vary)
+    for (const auto& value : v.values) {
+      auto overrides = base;
+      overrides.push_back(v.key + "=" + value);
+      (void)load_scenario(scenario_path, overrides);
+    }
+  std::vector<SweepPoint> points(1);
+  points[0].overrides = base;
+  for (const auto& v : vary) {
+    std::vector<SweepPoint> next;
+    for (const auto& p : points)
+      for (const auto& value : v.values) {
+        SweepPoint q = p;
+        q.overrides.push_back(v.key + "=" + value);
+        q.label += (q.label.empty() ? "" : ";") + v.key + "=" + value;
+        next.push_back(std::move(q));
+      }
+    points = std::move(next);
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) points[i].index = static_cast<int>(i);
+  return points;
+}
+
+PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
+                      const SweepSettings& s) {
+  PointResult r;
+  r.index = point.index;
+  r.label = point.label;
+  try {
+    const Scenario sc = load_scenario(scenario_path, point.overrides);
+    const topology::Fabric fabric(sc.cluster, sc.fabric);
+    const topology::Bom bom = topology::compute_bom(fabric);
+    const StepReport step = simulate_step(sc);
+    const double days = sc.training.tokens / step.tokens_per_s / 86400.0;
+    double wall_days = days;
+    std::vector<std::pair<std::string, double>> campaign;
+    if (s.campaign) {
+      CampaignOptions o;
+      o.trials = s.trials;
+      o.seed = s.seed;
+      o.threads = 1;
+      const CampaignReport c = run_campaign(sc, o);
+      wall_days = c.days.p50;
+      double lost = 0;
+      for (const auto& [k, h] : c.lost_gpu_hours) lost += h;
+      campaign = {{"ettr_p50", c.ettr.p50},
+                  {"time_to_train_days_p50_failures", c.days.p50},
+                  {"gpu_hours_lost", lost}};
+    }
+    const CostReport cost =
+        price(sc.costs, bom, sc.cluster, sc.fabric, wall_days, sc.training.tokens);
+    r.metrics = {{"gpus", bom.gpus},
+                 {"switches", bom.switches_total()},
+                 {"cables", static_cast<double>(bom.cables_total())},
+                 {"capex_usd", cost.capex_usd},
+                 {"it_power_kw", cost.it_power_kw},
+                 {"step_time_s", step.step_time_s},
+                 {"mfu", step.mfu},
+                 {"tokens_per_s", step.tokens_per_s},
+                 {"time_to_train_days", days},
+                 {"gpu_hour_usd", cost.gpu_hour_usd},
+                 {"run_cost_usd", cost.run_cost_usd},
+                 {"usd_per_million_tokens", cost.usd_per_million_tokens}};
+    r.metrics.insert(r.metrics.end(), campaign.begin(), campaign.end());
+    r.status = "ok";
+  } catch (const core::Error& e) {
+    r.status = "infeasible";
+    r.reason = e.what();
+  } catch (const std::exception& e) {
+    r.status = "error";
+    r.reason = e.what();
+  }
+  return r;
+}
+
+void run_points(const std::string& scenario_path, const std::vector<SweepPoint>& points,
+                const SweepSettings& s, int threads,
+                const std::function<void(const PointResult&)>& done, bool progress) {
+  const int n = static_cast<int>(points.size());
+  std::vector<PointResult> results(points.size());
+  std::vector<char> finished(points.size(), 0);
+  std::atomic<int> next{0};
+  std::mutex mutex;
+  int flushed = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (int i; (i = next.fetch_add(1)) < n;) {
+      PointResult r = run_point(scenario_path, points[i], s);
+      std::lock_guard<std::mutex> lock(mutex);
+      results[i] = std::move(r);
+      finished[i] = 1;
+      while (flushed < n && finished[flushed]) done(results[flushed++]);
+      if (progress) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const int width = 30, filled = width * flushed / n;
+        std::fprintf(stderr, "\r[%s%s] %d/%d points, ETA %.0f s ", std::string(filled, '#').c_str(),
+                     std::string(width - filled, ' ').c_str(), flushed, n,
+                     flushed > 0 ? elapsed / flushed * (n - flushed) : 0.0);
+        if (flushed == n) std::fprintf(stderr, "\n");
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+void mark_pareto(std::vector<PointResult>& results) {
+  const std::string time_key = "time_to_train_days_p50_failures";
+  auto time_of = [&](const PointResult& r) {
+    const double t = r.metric(time_key);
+    return std::isnan(t) ? r.metric("time_to_train_days") : t;
+  };
+  for (auto& a : results) {
+    if (a.status != "ok") continue;
+    a.pareto = true;
+    for (const auto& b : results) {
+      if (&a == &b || b.status != "ok") continue;
+      const bool no_worse =
+          b.metric("capex_usd") <= a.metric("capex_usd") && time_of(b) <= time_of(a);
+      const bool better = b.metric("capex_usd") < a.metric("capex_usd") || time_of(b) < time_of(a);
+      if (no_worse && better) {
+        a.pareto = false;
+        break;
+      }
+    }
+  }
+}
+
+std::string csv_header(const SweepSettings& s) {
+  std::string h = "index,point,status";
+  for (const auto& m : metric_names(s.campaign)) h += "," + m;
+  return h + ",reason\n";
+}
+
+std::string csv_row(const PointResult& r, const SweepSettings& s) {
+  std::string row = fmt::format("{},\"{}\",{}", r.index, r.label, r.status);
+  for (const auto& m : metric_names(s.campaign)) {
+    const double v = r.metric(m);
+    row += std::isnan(v) ? "," : fmt::format(",{:.17g}", v);
+  }
+  std::string reason = r.reason;
+  std::replace(reason.begin(), reason.end(), '"', '\'');
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  return row + ",\"" + reason + "\"\n";
+}
+
+std::map<std::string, PointResult> read_csv(const std::string& text, const SweepSettings& s) {
+  std::map<std::string, PointResult> out;
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);                        // header
+  if (line + "\n" != csv_header(s)) return out;  // another kind of sweep: nothing to reuse
+  while (std::getline(in, line)) {
+    // index,"label",status,metrics...,"reason"
+    const auto q1 = line.find('"'), q2 = line.find('"', q1 + 1);
+    const auto r1 = line.rfind('"', line.size() - 2);
+    if (q1 == std::string::npos || q2 == std::string::npos || r1 == std::string::npos || r1 <= q2)
+      continue;
+    PointResult r;
+    r.index = std::stoi(line.substr(0, q1 - 1));
+    r.label = line.substr(q1 + 1, q2 - q1 - 1);
+    const auto fields = split(line.substr(q2 + 2, r1 - q2 - 3), ',');
+    if (fields.empty()) continue;
+    r.status = fields[0];
+    const auto& names = metric_names(s.campaign);
+    for (std::size_t i = 0; i < names.size() && i + 1 < fields.size(); ++i)
+      if (!fields[i + 1].empty()) r.metrics.emplace_back(names[i], std::stod(fields[i + 1]));
+    r.reason = line.substr(r1 + 1, line.size() - r1 - 2);
+    if (r.status == "ok" || r.status == "infeasible") out[r.label] = std::move(r);
+  }
+  return out;
+}
+
+std::string sweep_results_table(const std::vector<PointResult>& results, const SweepSettings& s) {
+  std::string out = fmt::format("{:<4} {:<52} {:>11} {:>9} {:>7} {:>9} {:>11} {:>10}  {}\n", "#",
+                                "point", "capex M$", "step s", "MFU", "days",
+                                s.campaign ? "days (fail)" : "$/Mtok", "power kW", "");
+  for (const auto& r : results) {
+    if (r.status != "ok") {
+      out += fmt::format("{:<4} {:<52} {}: {}\n", r.index, r.label, r.status, r.reason);
+      continue;
+    }
+    out +=
+        fmt::format("{:<4} {:<52} {:>11.1f} {:>9.3f} {:>6.1f}% {:>9.1f} {:>11.2f} {:>10.0f}  {}\n",
+                    r.index, r.label, r.metric("capex_usd") / 1e6, r.metric("step_time_s"),
+                    100 * r.metric("mfu"), r.metric("time_to_train_days"),
+                    s.campaign ? r.metric("time_to_train_days_p50_failures")
+                               : r.metric("usd_per_million_tokens"),
+                    r.metric("it_power_kw"), r.pareto ? "pareto" : "");
+  }
+  return out;
+}
+
+std::string sweep_results_json(const std::vector<PointResult>& results) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& r : results) {
+    nlohmann::ordered_json m = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : r.metrics) m[k] = v;
+    arr.push_back({{"index", r.index},
+                   {"point", r.label},
+                   {"status", r.status},
+                   {"reason", r.reason},
+                   {"pareto", r.pareto},
+                   {"metrics", m}});
+  }
+  return nlohmann::ordered_json{{"points", arr}}.dump(2) + "\n";
+}
+
+struct SweepHdf5::Impl {
+  H5::H5File file;
+};
+
+SweepHdf5::SweepHdf5(const std::string& path) : impl_(new Impl) {
+  try {
+    H5::Exception::dontPrint();
+    impl_->file = H5::H5File(path, H5F_ACC_TRUNC);
+  } catch (const H5::Exception& e) {
+    delete impl_;
+    throw core::Error("--out", path, "cannot write sweep.h5: " + e.getDetailMsg());
+  }
+}
+
+SweepHdf5::~SweepHdf5() {
+  delete impl_;
+}
+
+void SweepHdf5::write(const PointResult& r) {
+  H5::Group g = impl_->file.createGroup(fmt::format("/point_{:05d}", r.index));
+  auto text = [&](const char* name, const std::string& value) {
+    H5::StrType type(H5::PredType::C_S1, std::max<std::size_t>(1, value.size()));
+    g.createAttribute(name, type, H5::DataSpace(H5S_SCALAR))
+        .write(type, value.empty() ? " " : value);
+  };
+  text("point", r.label);
+  text("status", r.status);
+  text("reason", r.reason);
+  for (const auto& [k, v] : r.metrics)
+    g.createAttribute(k, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR))
+        .write(H5::PredType::NATIVE_DOUBLE, &v);
+  impl_->file.flush(H5F_SCOPE_GLOBAL);
+}
+
+}  // namespace twin::sim
