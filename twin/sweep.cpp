@@ -206,6 +206,19 @@ void run_points(const std::string& scenario_path, const std::vector<SweepPoint>&
   for (auto& t : pool) t.join();
 }
 
+namespace {
+/// The workload part of a point's label (model, parallelism, training): Pareto fronts compare
+/// hardware options for the same job.
+std::string workload_of(const std::string& label) {
+  std::string key;
+  for (const auto& part : split(label, ';'))
+    if (part.rfind("model.", 0) == 0 || part.rfind("parallelism.", 0) == 0 ||
+        part.rfind("training.", 0) == 0)
+      key += part + ";";
+  return key;
+}
+}  // namespace
+
 void mark_pareto(std::vector<PointResult>& results) {
   const std::string time_key = "time_to_train_days_p50_failures";
   auto time_of = [&](const PointResult& r) {
@@ -216,7 +229,7 @@ void mark_pareto(std::vector<PointResult>& results) {
     if (a.status != "ok") continue;
     a.pareto = true;
     for (const auto& b : results) {
-      if (&a == &b || b.status != "ok") continue;
+      if (&a == &b || b.status != "ok" || workload_of(a.label) != workload_of(b.label)) continue;
       const bool no_worse =
           b.metric("capex_usd") <= a.metric("capex_usd") && time_of(b) <= time_of(a);
       const bool better = b.metric("capex_usd") < a.metric("capex_usd") || time_of(b) < time_of(a);
@@ -274,21 +287,24 @@ std::map<std::string, PointResult> read_csv(const std::string& text, const Sweep
 }
 
 std::string sweep_results_table(const std::vector<PointResult>& results, const SweepSettings& s) {
-  std::string out = fmt::format("{:<4} {:<52} {:>11} {:>9} {:>7} {:>9} {:>11} {:>10}  {}\n", "#",
-                                "point", "capex M$", "step s", "MFU", "days",
-                                s.campaign ? "days (fail)" : "$/Mtok", "power kW", "");
+  std::size_t width = 5;
+  for (const auto& r : results) width = std::max(width, r.label.size());
+  std::string out =
+      fmt::format("{:<4} {:<{}} {:>9} {:>8} {:>6} {:>7} {:>11} {:>9}  {}\n", "#", "point", width,
+                  "capex M$", "step s", "MFU", "days", s.campaign ? "days (fail)" : "$/Mtok",
+                  "power kW", "pareto (same workload)");
   for (const auto& r : results) {
     if (r.status != "ok") {
-      out += fmt::format("{:<4} {:<52} {}: {}\n", r.index, r.label, r.status, r.reason);
+      out += fmt::format("{:<4} {:<{}} {}: {}\n", r.index, r.label, width, r.status, r.reason);
       continue;
     }
     out +=
-        fmt::format("{:<4} {:<52} {:>11.1f} {:>9.3f} {:>6.1f}% {:>9.1f} {:>11.2f} {:>10.0f}  {}\n",
-                    r.index, r.label, r.metric("capex_usd") / 1e6, r.metric("step_time_s"),
+        fmt::format("{:<4} {:<{}} {:>9.1f} {:>8.3f} {:>5.1f}% {:>7.1f} {:>11.2f} {:>9.0f}  {}\n",
+                    r.index, r.label, width, r.metric("capex_usd") / 1e6, r.metric("step_time_s"),
                     100 * r.metric("mfu"), r.metric("time_to_train_days"),
                     s.campaign ? r.metric("time_to_train_days_p50_failures")
                                : r.metric("usd_per_million_tokens"),
-                    r.metric("it_power_kw"), r.pareto ? "pareto" : "");
+                    r.metric("it_power_kw"), r.pareto ? "*" : "");
   }
   return out;
 }

@@ -56,7 +56,8 @@ void run_points(const std::string& scenario_path, const std::vector<SweepPoint>&
                 const SweepSettings& s, int threads,
                 const std::function<void(const PointResult&)>& done, bool progress);
 
-/// Marks points no other point beats on both capital cost and time to train.
+/// Marks points no other point of the same workload (model, parallelism, training fields)
+/// beats on both capital cost and time to train.
 void mark_pareto(std::vector<PointResult>& results);
 
 std::string csv_header(const SweepSettings& s);
