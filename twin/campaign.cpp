@@ -552,6 +552,7 @@ CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) 
       writer != nullptr, o.progress);
   rep.ettr = percentiles(ettr);
   rep.days = percentiles(days);
+  rep.trial_days = days;
   rep.interruptions_per_day = interruptions / (wall / kDay);
   for (auto& [k, v] : rep.interruptions_by_cause) v /= o.trials;
   for (auto& [k, v] : rep.lost_gpu_hours) v /= o.trials;

@@ -84,6 +84,7 @@ struct CampaignReport {
   std::map<std::string, double> lost_gpu_hours;          ///< mean per trial
   double spares_used = 0;
   std::vector<std::pair<double, double>> interval_curve;  ///< (interval s, mean ETTR)
+  std::vector<double> trial_days;                         ///< time to train of every trial
   double step_time_s = 0, straggler_slowdown = 1;
 };
 

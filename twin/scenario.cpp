@@ -224,6 +224,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
                     fmt::format("unsupported; this build reads {}", kSchemaVersion));
   top.get("name", s.name);
   top.get("description", s.description);
+  top.get("lesson", s.lesson);
   read_cluster(top.section("cluster"), s.cluster);
   read_fabric(top.section("fabric"), s.fabric);
   s.has_job = root["model"].IsDefined() && !root["model"].IsNull();

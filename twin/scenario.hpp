@@ -29,6 +29,8 @@ struct Scenario {
   int schema_version = kSchemaVersion;
   std::string name = "unnamed";
   std::string description;
+  /// Teaching scenarios: the lesson shown beside the scenario in the app.
+  std::string lesson;
   topology::ClusterSpec cluster;
   topology::FabricSpec fabric;
   /// The training job (optional: a fabric-only scenario has no `model` section).

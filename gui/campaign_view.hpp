@@ -1,0 +1,25 @@
+#pragma once
+// A failure campaign: mean ETTR against the checkpoint interval (with Young/Daly's), the
+// interruptions by cause, and the distribution of time to train over the trials.
+
+#include <QWidget>
+
+#include "twin/campaign.hpp"
+
+class QChartView;
+
+namespace twin::gui {
+
+class CampaignView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit CampaignView(QWidget* parent = nullptr);
+  void show_campaign(const sim::CampaignReport& report);
+
+ private:
+  QChartView* interval_ = nullptr;
+  QChartView* causes_ = nullptr;
+  QChartView* days_ = nullptr;
+};
+
+}  // namespace twin::gui
