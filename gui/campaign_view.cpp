@@ -19,13 +19,34 @@ CampaignView::CampaignView(QWidget* parent) : QWidget(parent) {
   interval_ = new QChartView(this);
   causes_ = new QChartView(this);
   days_ = new QChartView(this);
-  for (auto* v : {interval_, causes_, days_}) v->setRenderHint(QPainter::Antialiasing);
-  layout->addWidget(interval_, 0, 0);
-  layout->addWidget(days_, 0, 1);
-  layout->addWidget(causes_, 1, 0, 1, 2);
+  progress_ = new QChartView(this);
+  for (auto* v : {interval_, causes_, days_, progress_}) v->setRenderHint(QPainter::Antialiasing);
+  layout->addWidget(progress_, 0, 0);
+  layout->addWidget(interval_, 0, 1);
+  layout->addWidget(days_, 1, 0);
+  layout->addWidget(causes_, 1, 1);
 }
 
 void CampaignView::show_campaign(const sim::CampaignReport& r) {
+  // One trial: work done against wall time; every interruption rolls progress back.
+  auto* trace = new QChart();
+  auto* done = new QLineSeries();
+  done->setName("progress (trial 0)");
+  auto* failures = new QScatterSeries();
+  failures->setName("interruptions");
+  failures->setMarkerSize(6);
+  done->append(0, 0);
+  for (const auto& e : r.sample_events) {
+    if (e.kind == "failure" || e.kind == "sdc_detected")
+      failures->append(e.time_h / 24.0, 100 * e.progress);
+    done->append(e.time_h / 24.0, 100 * e.progress);
+  }
+  trace->addSeries(done);
+  trace->addSeries(failures);
+  trace->createDefaultAxes();
+  trace->setTitle("Cumulative progress (%) vs wall time (days)");
+  progress_->setChart(trace);
+
   auto* chart = new QChart();
   auto* line = new QLineSeries();
   line->setName("mean ETTR");

@@ -1,6 +1,7 @@
 #pragma once
-// A failure campaign: mean ETTR against the checkpoint interval (with Young/Daly's), the
-// interruptions by cause, and the distribution of time to train over the trials.
+// A failure campaign: cumulative progress of one trial against wall time with its interruptions,
+// mean ETTR against the checkpoint interval (with Young/Daly's), the distribution of time to
+// train over the trials, and the interruptions by cause.
 
 #include <QWidget>
 
@@ -20,6 +21,7 @@ class CampaignView : public QWidget {
   QChartView* interval_ = nullptr;
   QChartView* causes_ = nullptr;
   QChartView* days_ = nullptr;
+  QChartView* progress_ = nullptr;
 };
 
 }  // namespace twin::gui

@@ -105,11 +105,10 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
   TrialResult out;
   for (const char* k : {"recomputation", "restart", "checkpointing", "straggling"})
     out.lost_gpu_hours[k] = 0;
-  auto log = [&](double t, const char* kind, const std::string& cause) {
-    if (events) events->push_back({trial, t / 3600.0, kind, cause});
-  };
-
   double now = 0, progress = 0;
+  auto log = [&](double t, const char* kind, const std::string& cause) {
+    if (events) events->push_back({trial, t / 3600.0, kind, cause, progress / in.work_s});
+  };
   double run_since_ckpt = 0;  // running time since the last checkpoint
   std::vector<std::pair<double, double>> checkpoints{{0.0, 0.0}};  // (wall time written, progress)
   int spares = rec.hot_spares;
@@ -356,6 +355,7 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
   }
   out.wall_s = now;
   out.ettr = in.work_s / now;
+  log(now, "done", "");
   return out;
 }
 
@@ -553,6 +553,7 @@ CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) 
   rep.ettr = percentiles(ettr);
   rep.days = percentiles(days);
   rep.trial_days = days;
+  run_trial(in, rep.interval_s, o.seed, 0, &rep.sample_events);
   rep.interruptions_per_day = interruptions / (wall / kDay);
   for (auto& [k, v] : rep.interruptions_by_cause) v /= o.trials;
   for (auto& [k, v] : rep.lost_gpu_hours) v /= o.trials;

@@ -55,8 +55,9 @@ struct TrialResult {
 struct CampaignEvent {
   int trial;
   double time_h;
-  std::string kind;  ///< failure, sdc_detected, restart, checkpoint
+  std::string kind;  ///< failure, sdc_detected, restart, checkpoint, done
   std::string cause;
+  double progress = 0;  ///< fraction of the run's work done at that moment
 };
 
 /// One trial, deterministic in (seed, trial).
@@ -85,6 +86,7 @@ struct CampaignReport {
   double spares_used = 0;
   std::vector<std::pair<double, double>> interval_curve;  ///< (interval s, mean ETTR)
   std::vector<double> trial_days;                         ///< time to train of every trial
+  std::vector<CampaignEvent> sample_events;               ///< the first trial's timeline
   double step_time_s = 0, straggler_slowdown = 1;
 };
 
