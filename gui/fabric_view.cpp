@@ -30,7 +30,7 @@ void FabricView::wheelEvent(QWheelEvent* event) {
 }
 
 void FabricView::show_fabric(const topology::Fabric& fabric, const std::vector<double>& link_bytes,
-                             double step_s) {
+                             double step_s, const topology::FabricState* state) {
   const auto start = std::chrono::steady_clock::now();
   QGraphicsScene* s = scene();
   s->clear();
@@ -58,7 +58,8 @@ void FabricView::show_fabric(const topology::Fabric& fabric, const std::vector<d
   // Cables between switches: one line per switch pair (parallel cables merged), colored by the
   // busier direction's utilization.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<double, double>>
-      pairs;  // bytes, capacity
+      pairs;                                                               // bytes, capacity
+  std::map<std::pair<std::uint32_t, std::uint32_t>, double> worst_factor;  // 1 healthy, 0 down
   double traffic_total = 0;
   std::vector<double> switch_bytes(fabric.node_count(), 0.0);
   for (const auto& cable : fabric.cables()) {
@@ -73,21 +74,38 @@ void FabricView::show_fabric(const topology::Fabric& fabric, const std::vector<d
     auto& p = pairs[{up.src.value(), up.dst.value()}];
     p.first = std::max(p.first, bytes);
     p.second = up.bandwidth_Bps;
+    auto [it, fresh] = worst_factor.try_emplace({up.src.value(), up.dst.value()}, 1.0);
+    if (state != nullptr)
+      it->second = std::min(
+          {it->second, state->capacity_factor(cable.up), state->capacity_factor(cable.down)});
   }
   for (const auto& [key, bc] : pairs) {
     const double u = step_s > 0 && bc.second > 0 ? bc.first / (bc.second * step_s) : 0.0;
     QPen pen(link_bytes.empty() ? QColor(170, 170, 190) : utilization_color(u));
     pen.setWidthF(link_bytes.empty() ? 0.5 : 0.5 + 2.5 * std::min(1.0, u));
-    s->addLine(QLineF(at[key.first], at[key.second]), pen);
+    const double factor = worst_factor[key];
+    if (factor < 1.0) {  // a failed (red) or degraded (orange) cable stands out
+      pen = QPen(factor <= 0 ? QColor(220, 0, 0) : QColor(255, 140, 0), 3.0, Qt::DashLine);
+    }
+    auto* line = s->addLine(QLineF(at[key.first], at[key.second]), pen);
+    if (factor < 1.0) {
+      line->setZValue(1);
+      line->setToolTip(factor <= 0
+                           ? "cable down"
+                           : QString("cable degraded to %1 %").arg(100 * factor, 0, 'f', 0));
+    }
   }
 
   auto add_switch = [&](topology::NodeId id, const QColor& color, double w) {
     const double h = std::max(16.0, step * 0.06);
+    const bool down = state != nullptr && !state->node_up(id);  // a failed switch is red
     auto* item = s->addRect(QRectF(at[id.index()] - QPointF(w / 2, h / 2), QSizeF(w, h)),
-                            QPen(Qt::black, 0.5), color);
+                            QPen(down ? QColor(220, 0, 0) : QColor(Qt::black), down ? 3.0 : 0.5),
+                            down ? QColor(255, 80, 80) : color);
+    item->setZValue(2);
     const double gbytes = switch_bytes[id.index()] / 1e9;
     item->setToolTip(
-        QString::fromStdString(fabric.node_name(id)) +
+        QString::fromStdString(fabric.node_name(id)) + (down ? QString(" - DOWN") : QString()) +
         QString("\n%1 ports, %2 Gb/s each").arg(g.radix).arg(fabric.spec().switch_port_gbps) +
         QString("\ntraffic per step: %1 GB").arg(gbytes, 0, 'f', 1));
   };

@@ -6,6 +6,7 @@
 #include <QGraphicsView>
 
 #include "topology/fabric.hpp"
+#include "topology/fabric_state.hpp"
 
 namespace twin::gui {
 
@@ -13,9 +14,10 @@ class FabricView : public QGraphicsView {
   Q_OBJECT
  public:
   explicit FabricView(QWidget* parent = nullptr);
-  /// `link_bytes` (per LinkId, one step) and `step_s` color the cables; empty: uncolored.
+  /// `link_bytes` (per LinkId, one step) and `step_s` color the cables; empty: uncolored. Failed
+  /// switches are drawn red, failed cables red dashed, degraded cables orange dashed.
   void show_fabric(const topology::Fabric& fabric, const std::vector<double>& link_bytes,
-                   double step_s);
+                   double step_s, const topology::FabricState* state = nullptr);
   [[nodiscard]] double last_draw_seconds() const { return draw_s_; }
 
  protected:

@@ -320,8 +320,9 @@ void MainWindow::present(const RunResult& r) {
   }
   error_->clear();
   if (!last_summary_.isEmpty()) previous_->setText("previous: " + last_summary_);
+  const topology::FabricState state = sim::fabric_state(r.scenario, *r.fabric);
   fabric_->show_fabric(*r.fabric, r.has_step ? r.step.link_bytes : std::vector<double>{},
-                       r.has_step ? r.step.step_time_s : 0.0);
+                       r.has_step ? r.step.step_time_s : 0.0, &state);
   if (r.has_step)
     step_->show_step(r.step,
                      r.scenario.model.name + " on " + std::to_string(r.step.gpus) + " GPUs");

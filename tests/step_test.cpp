@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "topology/fabric.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 #include "workload/model.hpp"
@@ -196,6 +197,35 @@ TEST(Step, PerRankModeMatchesRankClassesInTheSymmetricCase) {
       ASSERT_NEAR(classes.link_bytes[i], ranks.link_bytes[i], 1e-6 * (1 + classes.link_bytes[i]))
           << path;
   }
+}
+
+}  // namespace
+}  // namespace twin::sim
+
+namespace twin::sim {
+namespace {
+
+TEST(Step, FabricFaultsFromTheScenarioSlowTheStep) {
+  const Scenario healthy = load_scenario(kScenarios + "small-moe.yaml");
+  const double base = simulate_step(healthy).step_time_s;
+  // A leaf-spine cable at a quarter of its bandwidth: the all-to-alls through it wait for it.
+  const Scenario degraded = load_scenario(
+      kScenarios + "small-moe.yaml", {"perturbations.degraded_cables=[{cable: 70, factor: 0.25}]"});
+  EXPECT_GT(simulate_step(degraded).step_time_s, base);
+  // A dead spine: routes go around it and the step still runs.
+  const Scenario spine = load_scenario(kScenarios + "small-moe.yaml",
+                                       {"perturbations.failed_switches=[\"spine[1]\"]"});
+  EXPECT_GE(simulate_step(spine).step_time_s, base);
+  // Names and indices are checked against the fabric.
+  const topology::Fabric fabric(healthy.cluster, healthy.fabric);
+  EXPECT_THROW(fabric_state(load_scenario("", {"perturbations.failed_switches=[\"spine[999]\"]"}),
+                            topology::Fabric(load_scenario("").cluster, load_scenario("").fabric)),
+               core::Error);
+  EXPECT_THROW(fabric_state(load_scenario(kScenarios + "small-moe.yaml",
+                                          {"perturbations.failed_cables=[100000]"}),
+                            fabric),
+               core::Error);
+  EXPECT_TRUE(fabric_state(healthy, fabric).healthy());
 }
 
 }  // namespace

@@ -112,6 +112,36 @@ void read_perturbations(MapReader r, Scenario& s) {
   slow.get("gpu", s.slow_gpu);
   slow.get("factor", s.slow_factor);
   slow.finish();
+  const YAML::Node switches = r.raw("failed_switches");
+  if (switches.IsDefined() && !switches.IsNull()) {
+    if (!switches.IsSequence())
+      throw r.error("failed_switches", "", "expected a list of names like spine[3]");
+    for (const auto& n : switches) s.failed_switches.push_back(n.as<std::string>());
+  }
+  const YAML::Node cables = r.raw("failed_cables");
+  if (cables.IsDefined() && !cables.IsNull()) {
+    if (!cables.IsSequence())
+      throw r.error("failed_cables", "", "expected a list of cable indices");
+    for (const auto& n : cables) {
+      try {
+        s.failed_cables.push_back(n.as<int>());
+      } catch (const YAML::Exception&) {
+        throw r.error("failed_cables", n.Scalar(), "expected an integer cable index");
+      }
+    }
+  }
+  const YAML::Node degraded = r.raw("degraded_cables");
+  if (degraded.IsDefined() && !degraded.IsNull()) {
+    if (!degraded.IsSequence())
+      throw r.error("degraded_cables", "", "expected a list of {cable, factor}");
+    for (const auto& n : degraded) {
+      try {
+        s.degraded_cables.emplace_back(n["cable"].as<int>(), n["factor"].as<double>());
+      } catch (const YAML::Exception&) {
+        throw r.error("degraded_cables", "", "each entry is {cable: index, factor: 0..1}");
+      }
+    }
+  }
   r.finish();
   if (s.slow_gpu >= 0 && !(s.slow_factor >= 1.0))
     throw slow.error("factor", fmt::format("{}", s.slow_factor), "a slowdown factor is >= 1");
@@ -237,6 +267,42 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   read_costs(top.section("costs"), s.costs);
   top.finish();
   return s;
+}
+
+topology::FabricState fabric_state(const Scenario& s, const topology::Fabric& fabric) {
+  topology::FabricState state(fabric);
+  for (const auto& name : s.failed_switches) {
+    bool found = false;
+    for (std::size_t i = 0; i < fabric.node_count() && !found; ++i) {
+      const auto id = topology::NodeId::from_index(i);
+      if (fabric.is_switch(id) && fabric.node_name(id) == name) {
+        state.fail_switch(id);
+        found = true;
+      }
+    }
+    if (!found)
+      throw core::Error(
+          "perturbations.failed_switches", name,
+          fmt::format("no such switch (names: leaf[0..{}], spine[0..{}], core[0..{}])",
+                      fabric.geometry().leaves - 1, fabric.geometry().spines - 1,
+                      fabric.geometry().cores - 1),
+          s.source);
+  }
+  auto check = [&](int cable, const char* field) {
+    if (cable < 0 || cable >= static_cast<int>(fabric.cable_count()))
+      throw core::Error(field, std::to_string(cable),
+                        fmt::format("no such cable (0..{})", fabric.cable_count() - 1), s.source);
+    return topology::CableId(static_cast<std::uint32_t>(cable));
+  };
+  for (int c : s.failed_cables) state.fail_cable(check(c, "perturbations.failed_cables"));
+  for (auto [c, factor] : s.degraded_cables) {
+    if (!(factor > 0 && factor <= 1))
+      throw core::Error("perturbations.degraded_cables", fmt::format("{}", factor),
+                        "factor must be within (0, 1] (use failed_cables for a dead cable)",
+                        s.source);
+    state.degrade_cable(check(c, "perturbations.degraded_cables"), factor);
+  }
+  return state;
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {

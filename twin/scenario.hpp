@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "failure_models/failures.hpp"
+#include "topology/fabric_state.hpp"
 #include "topology/spec.hpp"
 #include "twin/cost_model.hpp"
 #include "workload/model.hpp"
@@ -41,6 +42,10 @@ struct Scenario {
   /// Perturbations of the symmetric job: one GPU slowed by a factor (a straggler).
   int slow_gpu = -1;
   double slow_factor = 1.0;
+  /// Fabric faults: switches down by name ("spine[3]"), cables down or degraded by index.
+  std::vector<std::string> failed_switches;
+  std::vector<int> failed_cables;
+  std::vector<std::pair<int, double>> degraded_cables;  ///< (cable, capacity factor)
   /// Failure campaign: rates, stragglers and recovery policy.
   failures::FailureSpec failures;
   failures::RecoverySpec recovery;
@@ -57,6 +62,10 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
                         const std::vector<std::string>& overrides = {});
 /// Reads a scenario file, or the embedded default when `path` is empty.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// The fabric state the scenario's perturbations describe; throws core::Error naming the entry
+/// when a switch name or cable index does not exist in this fabric.
+topology::FabricState fabric_state(const Scenario& scenario, const topology::Fabric& fabric);
 
 /// The scenario as YAML, every field written out (what a run actually used).
 std::string to_yaml(const Scenario& scenario);

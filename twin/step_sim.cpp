@@ -219,7 +219,9 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
   r.memory_capacity_GB = profile.hbm_GB.value;
   workload::check_memory(r.memory, profile.hbm_GB.value, profile.gpu_model);
 
-  netsim::CollectiveSimulator net(fabric, nullptr, profile, netsim::make_engine(engine));
+  const topology::FabricState state = fabric_state(scenario, fabric);
+  netsim::CollectiveSimulator net(fabric, state.healthy() ? nullptr : &state, profile,
+                                  netsim::make_engine(engine));
   r.link_bytes.assign(fabric.link_count(), 0.0);
   std::map<std::string, double> collective_time;
   // Runs one collective for all `groups` at once; adds its link bytes `count` times per step.
@@ -388,7 +390,7 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
     const auto& link = fabric.link(topology::LinkId::from_index(i));
     auto& k = kinds[std::string(topology::to_string(link.kind))];
     k.first += r.link_bytes[i];
-    k.second += link.bandwidth_Bps;
+    k.second += state.bandwidth_Bps(topology::LinkId::from_index(i));
   }
   for (const auto& [kind, bc] : kinds)
     r.link_utilization.emplace_back(kind, bc.first / (bc.second * r.step_time_s));

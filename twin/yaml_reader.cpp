@@ -27,6 +27,11 @@ MapReader MapReader::section(const std::string& key) {
   return MapReader(child, field(key), *origin_);
 }
 
+YAML::Node MapReader::raw(const std::string& key) {
+  known_.push_back(key);
+  return node_.IsMap() ? node_[key] : YAML::Node();
+}
+
 void MapReader::finish() const {
   if (!node_.IsMap()) return;
   for (const auto& entry : node_) {

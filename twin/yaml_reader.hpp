@@ -29,6 +29,8 @@ class MapReader {
   void get(const std::string& key, T& out);
   /// A nested mapping (empty if absent).
   MapReader section(const std::string& key);
+  /// The raw node of `key` (undefined if absent), for lists.
+  YAML::Node raw(const std::string& key);
   /// Throws on any key that was not read.
   void finish() const;
 
