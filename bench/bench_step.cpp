@@ -45,13 +45,19 @@ BENCHMARK(BM_Dense16384)->Unit(benchmark::kMillisecond);
 
 namespace {
 
-// 1,000 trials of a 30-day campaign of the 4,096-GPU job at Llama 3 failure rates, 2 threads.
-void BM_Campaign1000Trials30Days4096(benchmark::State& state) {
+/// A 30-day campaign of the 4,096-GPU job at Llama 3 failure rates.
+sim::CampaignInputs campaign_4096() {
   sim::CampaignInputs in;
   in.nodes = 512;
   in.gpus = 4096;
   in.work_s = 30 * 86400.0;
   in.straggler_slowdown = 1.1;
+  return in;
+}
+
+// 1,000 trials, one thread.
+void BM_Campaign1000Trials30Days4096(benchmark::State& state) {
+  const sim::CampaignInputs in = campaign_4096();
   sim::CampaignOptions o;
   o.trials = 1000;
   o.threads = 2;
@@ -67,11 +73,7 @@ void BM_Campaign1000Trials30Days4096(benchmark::State& state) {
 BENCHMARK(BM_Campaign1000Trials30Days4096)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_CampaignFullReport1000(benchmark::State& state) {
-  sim::CampaignInputs in;
-  in.nodes = 512;
-  in.gpus = 4096;
-  in.work_s = 30 * 86400.0;
-  in.straggler_slowdown = 1.1;
+  const sim::CampaignInputs in = campaign_4096();
   sim::CampaignOptions o;
   o.trials = 1000;
   o.threads = 2;

@@ -233,12 +233,14 @@ std::vector<std::string> MainWindow::form_overrides() const {
   return o;
 }
 
-std::shared_ptr<RunResult> MainWindow::compute() const {
+namespace {
+
+/// Everything one run shows: the scenario (YAML + form overrides), its fabric and BOM, and when
+/// it has a job, the step and the failure campaign. Errors are kept, never thrown.
+std::shared_ptr<RunResult> compute_result(const std::string& yaml, const std::string& source,
+                                          const std::vector<std::string>& overrides, int trials,
+                                          int threads) {
   auto r = std::make_shared<RunResult>();
-  const std::string yaml = editor_->toPlainText().toStdString();
-  const std::string source = source_.toStdString();
-  const auto overrides = form_overrides();
-  const int trials = trials_->value();
   try {
     r->scenario = sim::parse_scenario(yaml, source, overrides);
     r->fabric = std::make_unique<topology::Fabric>(r->scenario.cluster, r->scenario.fabric);
@@ -248,7 +250,7 @@ std::shared_ptr<RunResult> MainWindow::compute() const {
       r->has_step = true;
       sim::CampaignOptions o;
       o.trials = trials;
-      o.threads = 1;
+      o.threads = threads;
       r->campaign = sim::run_campaign(r->scenario, o);
       r->has_campaign = true;
     }
@@ -256,6 +258,13 @@ std::shared_ptr<RunResult> MainWindow::compute() const {
     r->error = e.what();
   }
   return r;
+}
+
+}  // namespace
+
+std::shared_ptr<RunResult> MainWindow::compute() const {
+  return compute_result(editor_->toPlainText().toStdString(), source_.toStdString(),
+                        form_overrides(), trials_->value(), 1);
 }
 
 bool MainWindow::run_now() {
@@ -274,23 +283,7 @@ void MainWindow::run_async() {
   const auto overrides = form_overrides();
   const int trials = trials_->value();
   worker_ = QThread::create([result, yaml, source, overrides, trials] {
-    auto r = std::make_shared<RunResult>();
-    try {
-      r->scenario = sim::parse_scenario(yaml, source, overrides);
-      r->fabric = std::make_unique<topology::Fabric>(r->scenario.cluster, r->scenario.fabric);
-      r->bom = topology::compute_bom(*r->fabric);
-      if (r->scenario.has_job) {
-        r->step = sim::simulate_step(r->scenario);
-        r->has_step = true;
-        sim::CampaignOptions o;
-        o.trials = trials;
-        r->campaign = sim::run_campaign(r->scenario, o);
-        r->has_campaign = true;
-      }
-    } catch (const std::exception& e) {
-      r->error = e.what();
-    }
-    *result = r;
+    *result = compute_result(yaml, source, overrides, trials, 0);
   });
   connect(worker_, &QThread::finished, this, [this, result, cancelled] {
     worker_->deleteLater();

@@ -9,22 +9,14 @@
 #include "calibrate/profile.hpp"
 #include "calibrate/raw_data.hpp"
 #include "core/error.hpp"
+#include "test_helpers.hpp"
 
 namespace twin::calibrate {
 namespace {
 
 const std::string kData = CLUSTERTWIN_TEST_DATA;
 
-template <class Fn>
-core::Error error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const core::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error raised";
-  return core::Error("", "", "");
-}
+using test::error_of;
 
 TEST(NcclTests, ReadsThePublicH100Log) {
   const NcclTestsLog log = read_nccl_tests(kData + "/nccl-tests/h100-1node-8gpu-all_reduce.log");

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "test_helpers.hpp"
 #include "topology/bom.hpp"
 #include "topology/fabric.hpp"
 #include "twin/scenario.hpp"
@@ -8,17 +9,7 @@
 namespace twin::sim {
 namespace {
 
-/// Runs `fn`, expects a core::Error, and returns it.
-template <class Fn>
-core::Error error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const core::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error raised";
-  return core::Error("", "", "");
-}
+using test::error_of;
 
 TEST(Scenario, DefaultIsTheReferenceCluster) {
   const Scenario s = load_scenario("");

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "test_helpers.hpp"
 #include "topology/fabric.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
@@ -125,16 +126,7 @@ TEST(Step, OversubscriptionCostsMoeMoreThanDense) {
   EXPECT_GT(moe, dense + 0.05);
 }
 
-template <class Fn>
-core::Error error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const core::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error";
-  return core::Error("", "", "");
-}
+using test::error_of;
 
 TEST(Step, BadJobsAreClearErrors) {
   auto run = [](std::vector<std::string> sets) { return simulate_step(load_scenario("", sets)); };

@@ -1,4 +1,5 @@
 #include "twin/campaign.hpp"
+#include "twin/detail/campaign_hdf5.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -431,81 +432,6 @@ void run_trials(
   if (failure) std::rethrow_exception(failure);
 }
 
-/// campaign.h5 written as trials finish: /trials (one row each) and /events, flushed per trial.
-class IncrementalWriter {
- public:
-  explicit IncrementalWriter(const std::string& path) {
-    H5::Exception::dontPrint();
-    file_ = H5::H5File(path, H5F_ACC_TRUNC);
-    trials_ = make("/trials",
-                   {"trial", "wall_days", "ettr", "interruptions", "spares_used", "checkpoints"});
-    events_ = make("/events", {"trial", "time_h", "kind", "cause"});
-  }
-  void trial(int i, const TrialResult& r, const std::vector<CampaignEvent>& events) {
-    append(trials_,
-           {static_cast<double>(i), r.wall_s / kDay, r.ettr, static_cast<double>(r.interruptions),
-            static_cast<double>(r.spares_used), static_cast<double>(r.checkpoints)});
-    for (const auto& e : events)
-      append(events_,
-             {static_cast<double>(e.trial), e.time_h, static_cast<double>(code(kinds_, e.kind)),
-              static_cast<double>(code(causes_, e.cause))});
-    file_.flush(H5F_SCOPE_GLOBAL);
-  }
-  ~IncrementalWriter() {
-    try {
-      H5::Group root = file_.openGroup("/");
-      auto names = [&](const char* attr, const std::vector<std::string>& list) {
-        std::string joined;
-        for (const auto& s : list) joined += s + ";";
-        H5::StrType type(H5::PredType::C_S1, std::max<std::size_t>(1, joined.size()));
-        root.createAttribute(attr, type, H5::DataSpace(H5S_SCALAR))
-            .write(type, joined.empty() ? " " : joined);
-      };
-      names("event_kinds", kinds_);
-      names("event_causes", causes_);
-    } catch (...) {
-    }
-  }
-
- private:
-  struct Table {
-    std::vector<H5::DataSet> columns;
-    hsize_t rows = 0;
-  };
-  Table make(const std::string& group, const std::vector<std::string>& names) {
-    Table t;
-    H5::Group g = file_.createGroup(group);
-    for (const auto& name : names) {
-      hsize_t dims[1] = {0}, max[1] = {H5S_UNLIMITED}, chunk[1] = {4096};
-      H5::DSetCreatPropList props;
-      props.setChunk(1, chunk);
-      t.columns.push_back(
-          g.createDataSet(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(1, dims, max), props));
-    }
-    return t;
-  }
-  void append(Table& t, const std::vector<double>& row) {
-    const hsize_t size[1] = {t.rows + 1}, offset[1] = {t.rows}, count[1] = {1};
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      t.columns[c].extend(size);
-      H5::DataSpace space = t.columns[c].getSpace();
-      space.selectHyperslab(H5S_SELECT_SET, count, offset);
-      H5::DataSpace one(1, count);
-      t.columns[c].write(&row[c], H5::PredType::NATIVE_DOUBLE, one, space);
-    }
-    ++t.rows;
-  }
-  static int code(std::vector<std::string>& list, const std::string& name) {
-    auto it = std::find(list.begin(), list.end(), name);
-    if (it != list.end()) return static_cast<int>(it - list.begin());
-    list.push_back(name);
-    return static_cast<int>(list.size() - 1);
-  }
-  H5::H5File file_;
-  Table trials_, events_;
-  std::vector<std::string> kinds_, causes_;
-};
-
 }  // namespace
 
 CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) {
@@ -526,11 +452,11 @@ CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) 
   rep.straggler_slowdown = in.straggler_slowdown;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
 
-  std::unique_ptr<IncrementalWriter> writer;
+  std::unique_ptr<detail::CampaignHdf5> writer;
   if (!o.out_dir.empty()) {
     std::filesystem::create_directories(o.out_dir);
     try {
-      writer = std::make_unique<IncrementalWriter>(o.out_dir + "/campaign.h5");
+      writer = std::make_unique<detail::CampaignHdf5>(o.out_dir + "/campaign.h5");
     } catch (const H5::Exception& e) {
       throw core::Error("--out", o.out_dir, "cannot write campaign.h5: " + e.getDetailMsg());
     }
@@ -624,64 +550,6 @@ CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& opt
   CampaignReport rep = run_campaign(in, options);
   rep.step_time_s = healthy.step_time_s;
   return rep;
-}
-
-std::string campaign_text(const Scenario& s, const CampaignReport& r) {
-  std::string out = fmt::format("Training campaign: {} on {} GPUs, {} trials\n", s.model.name,
-                                s.cluster.gpus(), r.trials);
-  out +=
-      fmt::format("failure-free      {:.1f} days ({:.3f} s/step)\n", r.healthy_days, r.step_time_s);
-  out += fmt::format("job MTBF          {:.2f} h ({:.1f} interruptions/day simulated)\n",
-                     r.job_mtbf_h, r.interruptions_per_day);
-  out += fmt::format(
-      "checkpoint        every {:.1f} min ({:.3g} s pause each); Young/Daly {:.1f} min; best found "
-      "{:.1f} min\n",
-      r.interval_s / 60, r.checkpoint_s, r.young_daly_s / 60, r.best_interval_s / 60);
-  out += fmt::format("ETTR              P10 {:.3f}  P50 {:.3f}  P90 {:.3f}\n", r.ettr.p10,
-                     r.ettr.p50, r.ettr.p90);
-  out += fmt::format("time to train     P10 {:.1f}  P50 {:.1f}  P90 {:.1f} days\n", r.days.p10,
-                     r.days.p50, r.days.p90);
-  out += fmt::format(
-      "without stragglers ETTR P50 {:.3f}, time to train P50 {:.1f} days (straggler slowdown "
-      "{:.3f}x per episode)\n",
-      r.ettr_without_stragglers.p50, r.days_without_stragglers.p50, r.straggler_slowdown);
-  out += "GPU-hours lost per trial (mean)\n";
-  for (const auto& [cause, h] : r.lost_gpu_hours)
-    out += fmt::format("  {:<16}{:>12.0f}\n", cause, h);
-  out += "interruptions per trial by cause (mean)\n";
-  std::vector<std::pair<std::string, double>> causes(r.interruptions_by_cause.begin(),
-                                                     r.interruptions_by_cause.end());
-  std::sort(causes.begin(), causes.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  for (const auto& [cause, n] : causes) out += fmt::format("  {:<32}{:>8.1f}\n", cause, n);
-  out += fmt::format("hot spares used per trial (mean) {:.1f}\n", r.spares_used);
-  return out;
-}
-
-std::string campaign_json(const CampaignReport& r) {
-  auto pct = [](const Percentiles& p) {
-    return nlohmann::ordered_json{{"p10", p.p10}, {"p50", p.p50}, {"p90", p.p90}, {"mean", p.mean}};
-  };
-  nlohmann::ordered_json j;
-  j["trials"] = r.trials;
-  j["ettr"] = pct(r.ettr);
-  j["time_to_train_days"] = pct(r.days);
-  j["failure_free_days"] = r.healthy_days;
-  j["interruptions_per_day"] = r.interruptions_per_day;
-  j["job_mtbf_hours"] = r.job_mtbf_h;
-  j["lost_gpu_hours_by_cause"] = r.lost_gpu_hours;
-  j["interruptions_by_cause"] = r.interruptions_by_cause;
-  j["spares_used"] = r.spares_used;
-  j["checkpoint_interval_min"] = r.interval_s / 60;
-  j["best_checkpoint_interval_min"] = r.best_interval_s / 60;
-  j["young_daly_interval_min"] = r.young_daly_s / 60;
-  nlohmann::ordered_json curve = nlohmann::ordered_json::array();
-  for (const auto& [interval, e] : r.interval_curve)
-    curve.push_back({{"interval_min", interval / 60}, {"mean_ettr", e}});
-  j["ettr_by_interval"] = curve;
-  j["without_stragglers"] = {{"ettr", pct(r.ettr_without_stragglers)},
-                             {"time_to_train_days", pct(r.days_without_stragglers)}};
-  j["straggler_slowdown"] = r.straggler_slowdown;
-  return j.dump(2) + "\n";
 }
 
 }  // namespace twin::sim
