@@ -222,3 +222,19 @@ TEST(Step, FabricFaultsFromTheScenarioSlowTheStep) {
 
 }  // namespace
 }  // namespace twin::sim
+
+namespace twin::sim {
+namespace {
+
+TEST(Step, CollectiveAlgorithmsCanBeChosenPerScenario) {
+  const Scenario pairwise =
+      load_scenario(kScenarios + "small-moe.yaml", {"collectives.alltoall=pairwise"});
+  EXPECT_EQ(pairwise.algorithm_for("alltoall"), "pairwise");
+  EXPECT_EQ(pairwise.algorithm_for("all_reduce"), "auto");
+  EXPECT_GT(simulate_step(pairwise).step_time_s, 0);
+  EXPECT_EQ(error_of([] { load_scenario("", {"collectives.all_reduce=rign"}); }).field(),
+            "collectives.all_reduce");
+}
+
+}  // namespace
+}  // namespace twin::sim

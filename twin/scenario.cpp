@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
+#include "netsim/collective.hpp"
 #include "twin/yaml_reader.hpp"
 
 namespace twin::sim {
@@ -221,6 +224,21 @@ void read_costs(MapReader r, CostSpec& c) {
                   "must be positive");
 }
 
+void read_collectives(MapReader r, std::map<std::string, std::string>& algorithms) {
+  for (const auto& op : netsim::collective_ops()) {
+    std::string algo = "auto";
+    r.get(op, algo);
+    if (algo == "auto") continue;
+    const auto valid = netsim::algorithms_for(op);
+    if (std::find(valid.begin(), valid.end(), algo) == valid.end())
+      throw r.error(op, algo,
+                    "not an algorithm for " + op + "; valid: 'auto', " + core::quoted_list(valid) +
+                        core::did_you_mean(algo, valid));
+    algorithms[op] = algo;
+  }
+  r.finish();
+}
+
 }  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
@@ -265,6 +283,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   read_failures(top.section("failures"), s.failures);
   read_recovery(top.section("recovery"), s.recovery);
   read_costs(top.section("costs"), s.costs);
+  read_collectives(top.section("collectives"), s.collective_algorithms);
   top.finish();
   return s;
 }

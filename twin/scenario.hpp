@@ -12,6 +12,7 @@
 ///   as YAML (so `--set fabric.rail_optimized=false` is a boolean).
 /// Errors name the file (or "--set"), the field and the reason.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,12 @@ struct Scenario {
   failures::FailureSpec failures;
   failures::RecoverySpec recovery;
   CostSpec costs;
+  /// Collective algorithm per op ("auto", or e.g. all_reduce: ring) for the step simulation.
+  std::map<std::string, std::string> collective_algorithms;
+  [[nodiscard]] std::string algorithm_for(const std::string& op) const {
+    auto it = collective_algorithms.find(op);
+    return it == collective_algorithms.end() ? "auto" : it->second;
+  }
   /// Where it came from: a file path, or "<default>" for the embedded scenario.
   std::string source;
 };

@@ -228,7 +228,7 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
   auto collective = [&](const std::string& label, const std::string& op,
                         const std::vector<std::vector<int>>& groups, double bytes, double count) {
     if (groups.empty() || groups.front().size() < 2 || !(bytes > 0)) return 0.0;
-    const auto res = net.run(op, "auto", groups, bytes);
+    const auto res = net.run(op, scenario.algorithm_for(op), groups, bytes);
     for (std::size_t i = 0; i < res.link_bytes.size(); ++i)
       r.link_bytes[i] += count * res.link_bytes[i];
     collective_time[label] = res.time_s;
