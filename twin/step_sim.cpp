@@ -228,7 +228,16 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
   auto collective = [&](const std::string& label, const std::string& op,
                         const std::vector<std::vector<int>>& groups, double bytes, double count) {
     if (groups.empty() || groups.front().size() < 2 || !(bytes > 0)) return 0.0;
-    const auto res = net.run(op, scenario.algorithm_for(op), groups, bytes);
+    netsim::CollectiveResult res;
+    try {
+      res = net.run(op, scenario.algorithm_for(op), groups, bytes);
+    } catch (const core::Error& e) {
+      if (e.field() != "algorithm") throw;
+      throw core::Error("collectives." + op, scenario.algorithm_for(op),
+                        fmt::format("cannot run {} ({} groups of {} GPUs): {}", label,
+                                    groups.size(), groups.front().size(), e.reason()),
+                        scenario.source);
+    }
     for (std::size_t i = 0; i < res.link_bytes.size(); ++i)
       r.link_bytes[i] += count * res.link_bytes[i];
     collective_time[label] = res.time_s;
