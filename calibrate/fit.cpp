@@ -7,16 +7,12 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 
 namespace twin::calibrate {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using core::median;
 
 /// Weighted least squares of t = a + x * c with weights 1/t; returns (a, c, ssr).
 struct Solution {

@@ -9,6 +9,7 @@
 
 #include "calibrate/profile.hpp"
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "netsim/collective.hpp"
 #include "topology/fabric.hpp"
 
@@ -44,12 +45,7 @@ double parse_size(const std::string& token) {
   return std::round(bytes);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using core::median;
 
 std::vector<int> all_gpus(int count) {
   std::vector<int> g(static_cast<std::size_t>(count));
