@@ -6,17 +6,13 @@
 
 #include <H5Cpp.h>
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <exception>
 #include <filesystem>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "topology/fabric.hpp"
 #include "twin/step_sim.hpp"
@@ -385,51 +381,18 @@ void run_trials(
     const CampaignInputs& in, double interval, std::uint64_t seed, int n, int threads,
     const std::function<void(int, const TrialResult&, const std::vector<CampaignEvent>&)>& done,
     bool record_events, bool progress) {
-  std::vector<TrialResult> results(static_cast<std::size_t>(n));
-  std::vector<std::vector<CampaignEvent>> events(static_cast<std::size_t>(n));
-  std::vector<char> finished(static_cast<std::size_t>(n), 0);
-  std::atomic<int> next{0};
-  std::mutex mutex;
-  std::exception_ptr failure;
-  int flushed = 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto worker = [&] {
-    for (int i; (i = next.fetch_add(1)) < n;) {
-      std::vector<CampaignEvent> ev;
-      TrialResult r;
-      try {
-        r = run_trial(in, interval, seed, i, record_events ? &ev : nullptr);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-        next = n;  // stop handing out trials
-        return;
-      }
-      std::lock_guard<std::mutex> lock(mutex);
-      results[i] = std::move(r);
-      events[i] = std::move(ev);
-      finished[i] = 1;
-      while (flushed < n && finished[flushed]) {  // hand results over in trial order
-        done(flushed, results[flushed], events[flushed]);
-        events[flushed].clear();
-        ++flushed;
-      }
-      if (progress) {
-        const double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const int width = 30, filled = width * flushed / n;
-        std::fprintf(stderr, "\r[%s%s] %d/%d trials, ETA %.0f s ", std::string(filled, '#').c_str(),
-                     std::string(width - filled, ' ').c_str(), flushed, n,
-                     flushed > 0 ? elapsed / flushed * (n - flushed) : 0.0);
-        if (flushed == n) std::fprintf(stderr, "\n");
-      }
-    }
+  struct Trial {
+    TrialResult result;
+    std::vector<CampaignEvent> events;
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  core::ordered_parallel(
+      n, threads,
+      [&](int i) {
+        Trial t;
+        t.result = run_trial(in, interval, seed, i, record_events ? &t.events : nullptr);
+        return t;
+      },
+      [&](int i, const Trial& t) { done(i, t.result, t.events); }, progress ? "trials" : nullptr);
 }
 
 }  // namespace

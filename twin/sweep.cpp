@@ -4,16 +4,12 @@
 
 #include <H5Cpp.h>
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "topology/bom.hpp"
 #include "topology/fabric.hpp"
 #include "twin/campaign.hpp"
@@ -175,35 +171,10 @@ PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
 void run_points(const std::string& scenario_path, const std::vector<SweepPoint>& points,
                 const SweepSettings& s, int threads,
                 const std::function<void(const PointResult&)>& done, bool progress) {
-  const int n = static_cast<int>(points.size());
-  std::vector<PointResult> results(points.size());
-  std::vector<char> finished(points.size(), 0);
-  std::atomic<int> next{0};
-  std::mutex mutex;
-  int flushed = 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto worker = [&] {
-    for (int i; (i = next.fetch_add(1)) < n;) {
-      PointResult r = run_point(scenario_path, points[i], s);
-      std::lock_guard<std::mutex> lock(mutex);
-      results[i] = std::move(r);
-      finished[i] = 1;
-      while (flushed < n && finished[flushed]) done(results[flushed++]);
-      if (progress) {
-        const double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const int width = 30, filled = width * flushed / n;
-        std::fprintf(stderr, "\r[%s%s] %d/%d points, ETA %.0f s ", std::string(filled, '#').c_str(),
-                     std::string(width - filled, ' ').c_str(), flushed, n,
-                     flushed > 0 ? elapsed / flushed * (n - flushed) : 0.0);
-        if (flushed == n) std::fprintf(stderr, "\n");
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  core::ordered_parallel(
+      static_cast<int>(points.size()), threads,
+      [&](int i) { return run_point(scenario_path, points[static_cast<std::size_t>(i)], s); },
+      [&](int, const PointResult& r) { done(r); }, progress ? "points" : nullptr);
 }
 
 namespace {
