@@ -180,7 +180,7 @@ TEST(Profile, ShippedProfilesLoadWithProvenance) {
     // Round trip.
     EXPECT_EQ(to_json(parse_profile(to_json(p), "roundtrip")), to_json(p));
   }
-  EXPECT_EQ(shipped_profile_names().size(), 3u);
+  EXPECT_EQ(shipped_profile_names().size(), 4u);
   const Profile h100 = load_profile("h100-sxm");
   EXPECT_DOUBLE_EQ(h100.peak_flops("bf16"), 989e12);
   EXPECT_DOUBLE_EQ(h100.nic_payload_Bps(), 47.5e9);

@@ -57,6 +57,8 @@ struct Scenario {
     auto it = collective_algorithms.find(op);
     return it == collective_algorithms.end() ? "auto" : it->second;
   }
+  /// Hardware figures the scenario states that differ from its GPU's profile (printed by run).
+  std::vector<std::string> hardware_overrides;
   /// Where it came from: a file path, or "<default>" for the embedded scenario.
   std::string source;
 };
