@@ -227,6 +227,20 @@ TEST_F(ValidationDir, LeaveOneFamilyOutTrainsOnTheOtherFamily) {
   EXPECT_NE(validation_text(r).find("1 fitted parameters"), std::string::npos);
 }
 
+// Every shipped validation scenario states its published figure in a section this build reads,
+// even where the rest of the file uses fields a build does not know yet.
+TEST(Validation, ShippedScenariosStateTheirPublishedFigure) {
+  const std::string dir = std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/validation";
+  const auto cases = load_validation_cases(validation_files(dir));
+  EXPECT_GE(cases.size(), 250U);
+  std::set<std::string> names;
+  for (const auto& c : cases) {
+    EXPECT_TRUE(c.scenario.has_validation) << c.path << ": " << c.error;
+    EXPECT_FALSE(c.scenario.validation.source.empty()) << c.path;
+    EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
+  }
+}
+
 TEST(Validation, MissingDirectoryIsAnError) {
   EXPECT_EQ(error_of([] { validate_directory("/nonexistent/validation", 1); }).file(),
             "/nonexistent/validation");

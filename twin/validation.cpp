@@ -26,6 +26,10 @@ std::string figure(double v) {
   if (a >= 1) return fmt::format("{:.2f}", v);
   return fmt::format("{:.4f}", v);
 }
+/// A summary error, or "-" when no run of the set simulated.
+std::string percent(int runs, double value) {
+  return runs > 0 ? fmt::format("{:.1f}", value) : std::string("-");
+}
 std::string published(double v) {
   return fmt::format("{:.6g}", v);
 }
@@ -96,8 +100,9 @@ std::string summary_table(const std::vector<FamilySummary>& rows, const char* wh
   std::string out = fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}\n", what, width, "runs", "failed",
                                 "median |error| %", "max |error| %");
   for (const auto& f : rows)
-    out += fmt::format("{:<{}}{:>6}{:>8}{:>19.1f}{:>16.1f}\n", f.family, width, f.runs, f.failed,
-                       f.median_abs_error_pct, f.max_abs_error_pct);
+    out +=
+        fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}\n", f.family, width, f.runs, f.failed,
+                    percent(f.runs, f.median_abs_error_pct), percent(f.runs, f.max_abs_error_pct));
   return out;
 }
 
@@ -285,8 +290,9 @@ std::string validation_markdown(const ValidationReport& r) {
         "|---|---:|---:|---:|---:|\n",
         what);
     for (const auto& f : rows)
-      out += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} |\n", f.family, f.runs, f.failed,
-                         f.median_abs_error_pct, f.max_abs_error_pct);
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", f.family, f.runs, f.failed,
+                         percent(f.runs, f.median_abs_error_pct),
+                         percent(f.runs, f.max_abs_error_pct));
     return out;
   };
   std::string out = table(r.families, "family") + "\n" + lofo_statement(r) + "\n" +
