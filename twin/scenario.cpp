@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -246,7 +247,41 @@ void read_collectives(MapReader r, std::map<std::string, std::string>& algorithm
   r.finish();
 }
 
+void read_validation(MapReader r, ValidationSpec& v) {
+  r.get("family", v.family);
+  r.get("metric", v.metric);
+  r.get("published", v.published);
+  r.get("source", v.source);
+  r.get("notes", v.notes);
+  r.finish();
+  auto one_of = [&](const char* key, const std::string& value,
+                    const std::vector<std::string>& valid) {
+    if (std::find(valid.begin(), valid.end(), value) == valid.end())
+      throw r.error(key, value,
+                    (value.empty() ? std::string("required") : std::string("unknown")) +
+                        "; valid: " + core::quoted_list(valid) + core::did_you_mean(value, valid));
+  };
+  one_of("family", v.family, validation_families());
+  one_of("metric", v.metric, validation_metrics());
+  if (!(v.published > 0) || !std::isfinite(v.published))
+    throw r.error("published", fmt::format("{}", v.published),
+                  "required: the source's figure, a positive number");
+  if (v.source.empty())
+    throw r.error("source", "", "required: where the figure is published (document, table, row)");
+}
+
 }  // namespace
+
+const std::vector<std::string>& validation_families() {
+  static const std::vector<std::string> families = {"megatron", "fsdp"};
+  return families;
+}
+
+const std::vector<std::string>& validation_metrics() {
+  static const std::vector<std::string> metrics = {"tflops_per_gpu", "tokens_per_s_per_gpu",
+                                                   "step_time_s", "mfu", "time_to_train_days"};
+  return metrics;
+}
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
                         const std::vector<std::string>& overrides) {
@@ -291,6 +326,9 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   read_recovery(top.section("recovery"), s.recovery);
   read_costs(top.section("costs"), s.costs);
   read_collectives(top.section("collectives"), s.collective_algorithms);
+  MapReader validation = top.section("validation");
+  s.has_validation = root["validation"].IsDefined() && !root["validation"].IsNull();
+  if (s.has_validation) read_validation(validation, s.validation);
   top.finish();
   detail::apply_profile_hardware(s, root["cluster"], origin);
   return s;
