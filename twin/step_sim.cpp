@@ -260,7 +260,9 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
 
 namespace {
 
-StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, bool per_rank) {
+StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, bool per_rank,
+                          const core::CancelToken* cancel) {
+  core::check(cancel);
   const auto& model = scenario.model;
   const auto& p = scenario.parallelism;
   const auto& t = scenario.training;
@@ -437,13 +439,17 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
   Instance worst;
   if (per_rank) {
     for (int replica = 0; replica < layout.dp; ++replica) {
+      core::check(cancel);
       Instance one =
           run_instance(p, t, layout, cost, build_comm(replica), optimizer_s, scale, overlap);
       if (replica == 0 || one.step_s > worst.step_s) worst = std::move(one);
     }
     std::fill(r.link_bytes.begin(), r.link_bytes.end(),
               0.0);  // recount: private groups per replica
-    for (int replica = 0; replica < layout.dp; ++replica) build_comm(replica);
+    for (int replica = 0; replica < layout.dp; ++replica) {
+      core::check(cancel);
+      build_comm(replica);
+    }
   } else {
     worst = run_instance(p, t, layout, cost, comm, optimizer_s, scale, overlap);
   }
@@ -497,11 +503,13 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
 
 }  // namespace
 
-StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank) {
+StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank,
+                         const core::CancelToken* cancel) {
   if (!scenario.has_job)
     throw core::Error("model", "", "the scenario has no model section: nothing to train",
                       scenario.source);
-  if (scenario.parallelism.virtual_stages != 0) return simulate_fixed(scenario, engine, per_rank);
+  if (scenario.parallelism.virtual_stages != 0)
+    return simulate_fixed(scenario, engine, per_rank, cancel);
   // virtual_stages: auto — the fastest interleaving that fits in memory and divides the work.
   std::optional<StepReport> best;
   std::optional<core::Error> last_error;
@@ -512,7 +520,7 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
     Scenario candidate = scenario;
     candidate.parallelism.virtual_stages = v;
     try {
-      StepReport r = simulate_fixed(candidate, engine, per_rank);
+      StepReport r = simulate_fixed(candidate, engine, per_rank, cancel);
       if (!best || r.step_time_s < best->step_time_s) best = std::move(r);
     } catch (const core::Error& e) {
       if (e.field().rfind("parallelism", 0) != 0 && e.field() != "training.global_batch") throw;
