@@ -32,7 +32,14 @@ Action add_campaign(CLI::App& app) {
     sim::CampaignOptions o = *options;
     o.threads = core::worker_threads(o.threads, o.trials);
     o.progress = !opts->json && isatty(STDERR_FILENO) != 0;
-    const sim::CampaignReport report = sim::run_campaign(scenario, o);
+    o.cancel = interrupt_token();
+    sim::CampaignReport report;
+    try {
+      report = sim::run_campaign(scenario, o);
+    } catch (const core::Cancelled&) {
+      if (o.progress) fmt::print(stderr, "\n");  // end the progress bar's line
+      throw;
+    }
     fmt::print("{}",
                opts->json ? sim::campaign_json(report) : sim::campaign_text(scenario, report));
     return 0;
