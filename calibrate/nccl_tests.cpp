@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/text.hpp"
 
 namespace twin::calibrate {
@@ -29,20 +31,27 @@ const std::vector<std::string>& known_ops() {
   return ops;
 }
 
+/// More ranks than any log could come from: counts above it are garbled text, not a cluster.
+constexpr int kMaxRanks = 1 << 22;
+
 struct Columns {
   int size = -1, count = -1, type = -1, redop = -1, root = -1;
-  int time = -1, algbw = -1, busbw = -1, check = -1;  ///< out-of-place
-  int in_time = -1, in_algbw = -1, in_busbw = -1;     ///< in-place
+  int time = -1, algbw = -1, busbw = -1, check = -1;              ///< out-of-place
+  int in_time = -1, in_algbw = -1, in_busbw = -1, in_check = -1;  ///< in-place
+  bool counts_wrong = false;  ///< "#wrong" (a count); old logs' "error" is a relative error
   int total = 0;
 };
 
 /// Maps a header like "size count type redop root time algbw busbw #wrong time ..." to columns.
+/// Each of time/algbw/busbw/#wrong belongs to the timing block (out-of-place, then in-place)
+/// opened by the last "time" before it.
 Columns parse_header(const std::vector<std::string>& names) {
   Columns c;
   c.total = static_cast<int>(names.size());
-  int timing_block = 0;
+  int timing_block = -1;
   for (int i = 0; i < c.total; ++i) {
     const std::string& n = names[i];
+    const bool in_place = timing_block >= 1;
     if (n == "size")
       c.size = i;
     else if (n == "count")
@@ -54,13 +63,15 @@ Columns parse_header(const std::vector<std::string>& names) {
     else if (n == "root")
       c.root = i;
     else if (n == "time")
-      (timing_block++ == 0 ? c.time : c.in_time) = i;
+      (++timing_block == 0 ? c.time : c.in_time) = i;
     else if (n == "algbw")
-      (c.algbw < 0 ? c.algbw : c.in_algbw) = i;
+      (in_place ? c.in_algbw : c.algbw) = i;
     else if (n == "busbw")
-      (c.busbw < 0 ? c.busbw : c.in_busbw) = i;
-    else if ((n == "#wrong" || n == "error") && c.check < 0)
-      c.check = i;
+      (in_place ? c.in_busbw : c.busbw) = i;
+    else if (n == "#wrong" || n == "error") {
+      (in_place ? c.in_check : c.check) = i;
+      c.counts_wrong = n == "#wrong";
+    }
   }
   return c;
 }
@@ -69,9 +80,9 @@ double number(const std::string& token, const std::string& what, const std::stri
               int line) {
   char* end = nullptr;
   const double v = std::strtod(token.c_str(), &end);
-  if (end == token.c_str() || *end != '\0')
+  if (end == token.c_str() || *end != '\0' || !std::isfinite(v))
     throw core::Error(fmt::format("line {}", line), token,
-                      fmt::format("{} is not a number (garbled row?)", what), source);
+                      fmt::format("{} is not a finite number (garbled row?)", what), source);
   return v;
 }
 
@@ -114,11 +125,11 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
   Columns columns;
   bool have_columns = false;
   NcclTestsRun* run = nullptr;
-  const std::regex perf_name(R"(\b([a-z_]+?)_perf\b)");
-  const std::regex device_line(
+  static const std::regex perf_name(R"(\b([a-z_]+?)_perf\b)");
+  static const std::regex device_line(
       R"(#\s*Rank\s+(\d+).*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
-  const std::regex annotation(R"((\d+)\s+nodes?\s*x\s*(\d+))");
-  const std::regex avg_line(R"(#\s*Avg bus bandwidth\s*:\s*(\S+))");
+  static const std::regex annotation(R"((\d+)\s+nodes?\s*x\s*(\d+))");
+  static const std::regex avg_line(R"(#\s*Avg bus bandwidth\s*:\s*(\S+))");
   int annotated_nodes = 0, annotated_gpus = 0;
 
   while (std::getline(in, line)) {
@@ -149,8 +160,13 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
           pending_op = op;
       }
       if (annotated_nodes == 0 && std::regex_search(line, m, annotation)) {
-        annotated_nodes = std::stoi(m[1]);
-        annotated_gpus = std::stoi(m[2]);
+        const double nodes = number(m[1], "node count", source, line_no);
+        const double gpus = number(m[2], "GPUs per node", source, line_no);
+        if (nodes < 1 || gpus < 1 || nodes * gpus > kMaxRanks)
+          throw core::Error(fmt::format("line {}", line_no), m.str(0),
+                            fmt::format("not a cluster of at most {} GPUs", kMaxRanks), source);
+        annotated_nodes = static_cast<int>(nodes);
+        annotated_gpus = static_cast<int>(gpus);
       }
       // The column header: "#  size  count  type ..." (the units line below it is skipped).
       std::vector<std::string> names(tokens.begin() + (tokens[0] == "#" ? 1 : 0), tokens.end());
@@ -158,9 +174,14 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
       if (names.size() >= 6 && names[0] == "size" && names[1] == "count") {
         columns = parse_header(names);
         have_columns = true;
-        if (columns.size < 0 || columns.time < 0 || columns.algbw < 0 || columns.busbw < 0)
-          throw core::Error(fmt::format("line {}", line_no), "",
-                            "column header lacks size/time/algbw/busbw", source);
+        const bool in_place_partial =
+            columns.in_time >= 0 && (columns.in_algbw < 0 || columns.in_busbw < 0);
+        if (columns.size < 0 || columns.time < 0 || columns.algbw < 0 || columns.busbw < 0 ||
+            in_place_partial)
+          throw core::Error(fmt::format("line {}", line_no), line,
+                            "column header lacks size/time/algbw/busbw in each timing block "
+                            "(nccl-tests writes 'time algbw busbw' out-of-place and in-place)",
+                            source);
         // An unnamed run is resolved after its rows are read (see infer_op).
         const std::string op = !pending_op.empty() ? pending_op : default_op;
         log.runs.push_back(NcclTestsRun{op, {}, std::nullopt, line_no});
@@ -184,8 +205,13 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
     if (columns.count >= 0) row.count = number(tokens[columns.count], "count", source, line_no);
     if (columns.type >= 0) row.type = tokens[columns.type];
     if (columns.redop >= 0) row.redop = tokens[columns.redop];
-    if (columns.root >= 0)
-      row.root = static_cast<int>(number(tokens[columns.root], "root", source, line_no));
+    if (columns.root >= 0) {
+      const double root = number(tokens[columns.root], "root", source, line_no);
+      if (root < -1 || root > kMaxRanks)
+        throw core::Error(fmt::format("line {}", line_no), tokens[columns.root],
+                          "root is not a rank", source);
+      row.root = static_cast<int>(root);
+    }
     row.time_us = number(tokens[columns.time], "time", source, line_no);
     row.algbw_GBps = number(tokens[columns.algbw], "algbw", source, line_no);
     row.busbw_GBps = number(tokens[columns.busbw], "busbw", source, line_no);
@@ -194,9 +220,21 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
       row.inplace_algbw_GBps = number(tokens[columns.in_algbw], "in-place algbw", source, line_no);
       row.inplace_busbw_GBps = number(tokens[columns.in_busbw], "in-place busbw", source, line_no);
     }
-    if (columns.check >= 0) {
-      const std::string& check = tokens[columns.check];
-      if (check != "N/A") (void)number(check, "#wrong/error", source, line_no);
+    // nccl-tests counts wrong results per row; such a row measured broken hardware or a broken
+    // build, not the fabric: it is reported and left out of every fit.
+    double wrong = 0;
+    for (int check_column : {columns.check, columns.in_check}) {
+      if (check_column < 0) continue;
+      const std::string& check = tokens[static_cast<std::size_t>(check_column)];
+      if (check == "N/A") continue;
+      const double value = number(check, "#wrong/error", source, line_no);
+      if (columns.counts_wrong && value > 0) wrong += value;
+    }
+    if (wrong > 0) {
+      log.warnings.push_back(
+          fmt::format("{}: line {}: {:.0f} wrong result(s) at {:.0f} bytes (#wrong): row excluded",
+                      source, line_no, wrong, row.size_bytes));
+      continue;
     }
     if (row.size_bytes < 0 || row.time_us < 0 || row.busbw_GBps < 0)
       throw core::Error(fmt::format("line {}", line_no), line, "negative size, time or bandwidth",
@@ -230,11 +268,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
 }
 
 NcclTestsLog read_nccl_tests(const std::string& path, const std::string& default_op) {
-  std::ifstream in(path);
-  if (!in) throw core::Error("", "", "cannot open nccl-tests log", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_nccl_tests(text.str(), path, default_op);
+  return parse_nccl_tests(core::read_text_file(path, "nccl-tests log"), path, default_op);
 }
 
 }  // namespace twin::calibrate

@@ -40,6 +40,8 @@ struct NcclTestsLog {
   int nodes = 0;  ///< distinct hosts, or from an "N nodes x G" annotation in a comment
   int gpus_per_node = 0;
   std::string gpu_model;
+  /// Rows left out, with why (e.g. "#wrong" > 0: the collective returned wrong results).
+  std::vector<std::string> warnings;
 };
 
 /// Parses log text; `source` names it in errors. `default_op` is used for runs whose

@@ -10,6 +10,7 @@
 
 #include "calibrate/shipped_profiles.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/text.hpp"
 
 namespace twin::calibrate {
@@ -325,11 +326,7 @@ Profile load_profile(const std::string& name_or_path) {
             core::did_you_mean(name_or_path, shipped_profile_names()) +
             " (or give a path to a profile .json)");
   }
-  std::ifstream in(name_or_path);
-  if (!in) throw core::Error("", "", "cannot open profile file", name_or_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_profile(text.str(), name_or_path);
+  return parse_profile(core::read_text_file(name_or_path, "profile file"), name_or_path);
 }
 
 }  // namespace twin::calibrate

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "calibrate/calibration.hpp"
@@ -7,8 +8,10 @@
 #include "calibrate/profile.hpp"
 #include "calibrate/raw_data.hpp"
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "netsim/collective.hpp"
 #include "twin/collective_sweep.hpp"
 
 namespace twin::cli {
@@ -39,10 +42,24 @@ int run_fit(const FitArgs& args) {
     throw core::Error("logs", "", "give nccl-tests logs and/or --raw calibration.h5 files to fit");
   calibrate::Profile profile = calibrate::load_profile(args.base);
   if (!args.name.empty()) profile.name = args.name;
+  // Every log is read and checked before anything is fitted or printed.
+  std::vector<calibrate::NcclTestsLog> logs;
+  for (const auto& path : args.logs) {
+    logs.push_back(calibrate::read_nccl_tests(path, args.op));
+    for (const auto& warning : logs.back().warnings) fmt::print(stderr, "warning: {}\n", warning);
+    if (!args.options.algorithm.empty())
+      for (const auto& run : logs.back().runs) {
+        const auto valid = netsim::algorithms_for(run.op);
+        if (std::find(valid.begin(), valid.end(), args.options.algorithm) == valid.end())
+          throw core::Error("--algo", args.options.algorithm,
+                            "not an algorithm for " + run.op +
+                                "; valid: " + core::quoted_list(valid) +
+                                core::did_you_mean(args.options.algorithm, valid));
+      }
+  }
   fmt::print("{:<15}{:<7}{:>8}  {:<21}{:>11}{:>11}{:>7}{:>8}{:>9}{:>9}\n", "op", "algo", "scale",
              "sizes", "lat (us)", "busbw GB/s", "eff", "R^2", "med err", "LOO err");
-  for (const auto& path : args.logs) {
-    const calibrate::NcclTestsLog log = calibrate::read_nccl_tests(path, args.op);
+  for (const auto& log : logs) {
     for (const auto& run : calibrate::fit_log_into(log, profile, args.options)) {
       for (const auto& seg : run.segments) {
         const auto& q = seg.fit.quality;
@@ -91,6 +108,7 @@ struct CompareArgs {
 
 int run_compare(const CompareArgs& args) {
   const calibrate::NcclTestsLog log = calibrate::read_nccl_tests(args.log, args.op);
+  for (const auto& warning : log.warnings) fmt::print(stderr, "warning: {}\n", warning);
   const auto comparisons = sim::compare_log(args.scenario.load(), log, args.profile, args.algorithm,
                                             args.nodes, args.gpus_per_node);
   fmt::print("{}", args.scenario.json ? sim::comparison_json(comparisons)
@@ -129,10 +147,10 @@ Action add_calibrate(CLI::App& app) {
                   "Algorithm the runs used (default: attributed from the bandwidth reached)");
   fit->add_option("--nodes", fit_args->options.nodes,
                   "Nodes the log ran on (default: from the log)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, 1u << 20));
   fit->add_option("--gpus-per-node", fit_args->options.gpus_per_node,
                   "GPUs per node (default: from the log)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, 1024));
   fit->add_option("--measured-on", fit_args->options.measured_on,
                   "Provenance note stored with each fitted value (date, cluster)");
 
@@ -146,9 +164,11 @@ Action add_calibrate(CLI::App& app) {
                       "Hardware profile (default: the scenario's cluster.gpu)");
   compare->add_option("--algo", cmp->algorithm, "Algorithm to simulate (default: auto)");
   compare->add_option("--op", cmp->op, "Collective of runs the log does not name");
-  compare->add_option("--nodes", cmp->nodes, "Nodes the log ran on (default: from the log)");
-  compare->add_option("--gpus-per-node", cmp->gpus_per_node,
-                      "GPUs per node (default: from the log)");
+  compare->add_option("--nodes", cmp->nodes, "Nodes the log ran on (default: from the log)")
+      ->check(whole_number(1, 1u << 20));
+  compare
+      ->add_option("--gpus-per-node", cmp->gpus_per_node, "GPUs per node (default: from the log)")
+      ->check(whole_number(1, 1024));
   compare
       ->add_option("--scenario", cmp->scenario.path,
                    "Scenario whose fabric to use (default: embedded)")

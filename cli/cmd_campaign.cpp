@@ -2,6 +2,9 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "core/file.hpp"
+#include "core/parallel.hpp"
 #include "twin/campaign.hpp"
 
 namespace twin::cli {
@@ -13,14 +16,21 @@ Action add_campaign(CLI::App& app) {
   auto opts = std::make_shared<ScenarioOptions>();
   auto options = std::make_shared<sim::CampaignOptions>();
   opts->add_to(*cmd);
-  cmd->add_option("--trials", options->trials, "Monte Carlo trials")->capture_default_str();
-  cmd->add_option("--seed", options->seed, "Seed (same seed, same results)")->capture_default_str();
+  cmd->add_option("--trials", options->trials, "Monte Carlo trials")
+      ->capture_default_str()
+      ->check(whole_number(1, kMaxTrials));
+  cmd->add_option("--seed", options->seed, "Seed, 0 to 2^64 - 1 (same seed, same results)")
+      ->capture_default_str()
+      ->check(seed_value());
   cmd->add_option("--threads", options->threads, "Worker threads (0: all cores)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(0, kMaxThreads));
   cmd->add_option("--out", options->out_dir, "Write campaign.h5 here, trial by trial");
   return [opts, options] {
     const sim::Scenario scenario = opts->load();
+    if (!options->out_dir.empty()) core::prepare_output_dir(options->out_dir);
     sim::CampaignOptions o = *options;
+    o.threads = core::worker_threads(o.threads, o.trials);
     o.progress = !opts->json && isatty(STDERR_FILENO) != 0;
     o.cancel = interrupt_token();
     sim::CampaignReport report;

@@ -1,10 +1,11 @@
 #include <fmt/format.h>
 
-#include <filesystem>
+#include <cstdio>
 #include <fstream>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/text.hpp"
 #include "netsim/flow.hpp"
 #include "topology/bom.hpp"
@@ -19,6 +20,23 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   if (!out) throw core::Error("--out", path, "cannot open for writing");
   out << text;
+  out.flush();
+  if (!out) throw core::Error("--out", path, "writing failed (disk full?)");
+}
+
+/// The first line of the text report: the scenario, and what --set changed in it (so a header
+/// never claims the file's 4,096 GPUs when the run had 131,072).
+std::string header_line(const sim::Scenario& s) {
+  std::string line = fmt::format("{}: {} ({})\n", s.name, s.description, s.source);
+  if (!s.overrides.empty()) {
+    std::string list;
+    for (const auto& o : s.overrides) list += (list.empty() ? "" : ", ") + o;
+    line += fmt::format(
+        "with --set {}: {} nodes x {} GPUs = {} GPUs\n", list, core::with_commas(s.cluster.nodes),
+        s.cluster.gpus_per_node,
+        core::with_commas(static_cast<std::int64_t>(s.cluster.nodes) * s.cluster.gpus_per_node));
+  }
+  return line;
 }
 
 }  // namespace
@@ -45,9 +63,12 @@ Action add_run(CLI::App& app) {
       "Simulate every data-parallel replica separately (slower; checks the rank classes)");
   return [opts, out_dir, engine, per_rank, kernels] {
     const sim::Scenario scenario = opts->load();
+    if (!out_dir->empty()) core::prepare_output_dir(*out_dir);
     const topology::Fabric fabric(scenario.cluster, scenario.fabric);
     const topology::Bom bom = topology::compute_bom(fabric);
     if (!scenario.has_job) {
+      // Perturbations must name parts of this fabric even when no step runs on it.
+      (void)sim::fabric_state(scenario, fabric);
       const topology::Router router(fabric);
       if (opts->json) {
         fmt::print("{}\n", sim::fabric_only_json(scenario, fabric, router).dump(2));
@@ -64,23 +85,24 @@ Action add_run(CLI::App& app) {
     }
     const sim::StepReport report = sim::simulate_step(scenario, *engine, *per_rank);
     const std::string summary = sim::step_summary_json(scenario, report);
-    if (!out_dir->empty()) {
-      std::filesystem::create_directories(*out_dir);
-      write_file(*out_dir + "/summary.json", summary);
-      write_file(*out_dir + "/trace.json", sim::step_trace_json(report));
-      sim::write_step_hdf5(*out_dir + "/results.h5", report, netsim::link_capacities(fabric));
-    }
+    // Results are printed first: a failure to write --out must not lose a finished run.
     if (opts->json) {
       fmt::print("{}", summary);
     } else {
-      fmt::print("{}: {} ({})\n", scenario.name, scenario.description, scenario.source);
+      fmt::print("{}", header_line(scenario));
       fmt::print("fabric: {}-tier fat tree, {} switches, {} cables, bisection {} GB/s\n\n",
                  fabric.geometry().tiers, bom.switches_total(),
                  core::with_commas(bom.cables_total()),
                  core::with_commas(static_cast<std::int64_t>(bom.bisection_GBps)));
       fmt::print("{}", sim::step_summary_text(scenario, report));
       if (*kernels) fmt::print("\nkernels\n{}", workload::kernel_table(report.program));
-      if (!out_dir->empty())
+    }
+    std::fflush(stdout);
+    if (!out_dir->empty()) {
+      write_file(*out_dir + "/summary.json", summary);
+      write_file(*out_dir + "/trace.json", sim::step_trace_json(report));
+      sim::write_step_hdf5(*out_dir + "/results.h5", report, netsim::link_capacities(fabric));
+      if (!opts->json)
         fmt::print("wrote {0}/summary.json, {0}/results.h5, {0}/trace.json\n", *out_dir);
     }
     return 0;

@@ -11,7 +11,10 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
+#include "core/parallel.hpp"
 #include "twin/sweep.hpp"
 
 #ifdef CLUSTERTWIN_WITH_MPI
@@ -27,6 +30,7 @@ struct SweepArgs {
   sim::SweepSettings settings;
   std::string out_dir;
   int threads = 0;
+  std::size_t max_points = sim::kDefaultMaxPoints;
 };
 
 struct World {
@@ -78,8 +82,7 @@ void record_points(const SweepArgs& args, const std::vector<sim::SweepPoint>& po
     };
     sim::run_points(
         args.scenario.path, todo, args.settings,
-        args.threads > 0 ? args.threads
-                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+        core::worker_threads(args.threads, static_cast<int>(todo.size())),
         [&](const sim::PointResult& r) {
           flush_reused(r.index);
           record(r);
@@ -124,21 +127,38 @@ void record_points(const SweepArgs& args, const std::vector<sim::SweepPoint>& po
 
 int run_sweep(const SweepArgs& args) {
   std::vector<sim::Vary> vary;
-  for (const auto& v : args.vary) vary.push_back(sim::parse_vary(v));
-  const auto points = sim::sweep_points(args.scenario.path, args.scenario.overrides, vary);
+  for (const auto& v : args.vary) vary.push_back(sim::parse_vary(v, args.max_points));
+  const auto points =
+      sim::sweep_points(args.scenario.path, args.scenario.overrides, vary, args.max_points);
+  if (!args.out_dir.empty()) core::prepare_output_dir(args.out_dir);
   const World world = mpi_world();
 
-  // Resume: rows already in OUT/sweep.csv are reused, not recomputed.
+  // Resume: rows already in OUT/sweep.csv are reused when their fingerprint (scenario after
+  // overrides, options, profile, version) matches this run's; others are recomputed, and a
+  // directory of another study is refused rather than overwritten.
+  const std::string study =
+      sim::study_fingerprint(args.scenario.path, args.scenario.overrides, vary);
+  std::vector<std::string> fingerprints;
+  for (const auto& p : points)
+    fingerprints.push_back(
+        sim::point_fingerprint(study, args.scenario.path, p, args.settings).text());
   std::map<std::string, sim::PointResult> done_before;
   const std::string csv_path = args.out_dir.empty() ? "" : args.out_dir + "/sweep.csv";
   if (!csv_path.empty() && std::filesystem::exists(csv_path)) {
-    std::ifstream in(csv_path);
-    std::stringstream text;
-    text << in.rdbuf();
-    done_before = sim::read_csv(text.str(), args.settings);
-    if (world.rank == 0 && !done_before.empty())
-      fmt::print(stderr, "sweep: reusing {} finished point(s) from {}\n", done_before.size(),
-                 csv_path);
+    std::map<std::string, sim::PointResult> earlier;
+    try {
+      earlier = sim::read_csv(core::read_text_file(csv_path, "sweep.csv"), args.settings);
+    } catch (const core::Error& e) {
+      throw core::Error("--out", csv_path, e.reason());
+    }
+    const sim::ResumePlan plan = sim::plan_resume(earlier, points, fingerprints, csv_path);
+    done_before = plan.reuse;
+    if (world.rank == 0) {
+      for (const auto& note : plan.notes) fmt::print(stderr, "sweep: {}\n", note);
+      if (!done_before.empty())
+        fmt::print(stderr, "sweep: reusing {} finished point(s) from {}\n", done_before.size(),
+                   csv_path);
+    }
   }
 #ifdef CLUSTERTWIN_WITH_MPI
   if (world.size > 1) MPI_Barrier(MPI_COMM_WORLD);  // everyone has read the old rows
@@ -172,10 +192,11 @@ int run_sweep(const SweepArgs& args) {
     h5 = std::make_unique<sim::SweepHdf5>(args.out_dir + "/sweep.h5");
   }
   std::vector<sim::PointResult> results;
-  auto record = [&](const sim::PointResult& r) {
+  auto record = [&](sim::PointResult r) {
+    r.fingerprint = fingerprints[static_cast<std::size_t>(r.index)];
     if (csv.is_open()) csv << sim::csv_row(r, args.settings) << std::flush;
     if (h5) h5->write(r);
-    results.push_back(r);
+    results.push_back(std::move(r));
   };
 
   // On Ctrl-C: every row recorded so far is complete and on disk; a rerun resumes from them.
@@ -211,11 +232,20 @@ Action add_sweep(CLI::App& app) {
       ->required();
   cmd->add_flag("--campaign", args->settings.campaign, "Also run a failure campaign per point");
   cmd->add_option("--trials", args->settings.trials, "Campaign trials per point")
-      ->capture_default_str();
-  cmd->add_option("--seed", args->settings.seed, "Campaign seed")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "Threads (0: all cores; 1 per rank under mpirun)");
+      ->capture_default_str()
+      ->check(whole_number(1, kMaxTrials));
+  cmd->add_option("--seed", args->settings.seed, "Campaign seed (0 to 2^64 - 1)")
+      ->capture_default_str()
+      ->check(seed_value());
+  cmd->add_option("--threads", args->threads, "Threads (0: all cores; 1 per rank under mpirun)")
+      ->check(whole_number(0, kMaxThreads));
+  cmd->add_option("--max-points", args->max_points,
+                  "Refuse sweeps of more points than this (counted before any work)")
+      ->capture_default_str()
+      ->check(whole_number(1, 10'000'000));
   cmd->add_option("--out", args->out_dir,
-                  "Write sweep.h5 and sweep.csv (rerun to skip finished points)");
+                  "Write sweep.h5 and sweep.csv (a rerun reuses the points whose fingerprint "
+                  "matches)");
   return [args] {
     try {
       return run_sweep(*args);

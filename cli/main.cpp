@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "core/error.hpp"
 
 namespace twin::cli {
@@ -58,10 +59,15 @@ int main(int argc, char** argv) {
   add(twin::cli::add_calibrate);
   add(twin::cli::add_validate);
 
+  using twin::cli::kExitBadInput;
+  using twin::cli::kExitInternal;
+  using twin::cli::kExitOk;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "errors" with exit code 0; every real parse error is bad input.
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitBadInput;
   }
   std::signal(SIGINT, twin::cli::on_sigint);
   try {
@@ -72,10 +78,15 @@ int main(int argc, char** argv) {
     return 130;  // 128 + SIGINT, as a shell reports a job stopped by Ctrl-C
   } catch (const twin::core::Error& e) {
     fmt::print(stderr, "clustertwin: error: {}\n", e.what());
-    return 2;
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr,
+               "clustertwin: internal error: out of memory (please report the command that "
+               "did this)\n");
+    return kExitInternal;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "clustertwin: internal error: {}\n", e.what());
-    return 3;
+    fmt::print(stderr, "clustertwin: internal error: {} (please report the command)\n", e.what());
+    return kExitInternal;
   }
-  return 0;
+  return kExitOk;
 }

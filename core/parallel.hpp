@@ -7,23 +7,37 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
 namespace twin::core {
 
-/// Runs `work(i)` for i in [0, n) on `threads` threads (at least 1) and calls `done(i, result)`
-/// in index order, one call at a time. An exception in a work item stops handing out new items
-/// and is rethrown once every thread has finished. With `unit` set ("trials", "points"), a
-/// progress bar with an ETA is drawn on stderr.
+/// Most threads a loop starts, whatever is asked: more is a typo, not a machine.
+inline constexpr int kMaxWorkerThreads = 1024;
+
+/// Threads for `items` work items: `requested` (0: the hardware's cores), never more than the
+/// items or kMaxWorkerThreads, at least 1.
+inline int worker_threads(int requested, int items) {
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int wanted = requested > 0 ? requested : hardware;
+  return std::max(1, std::min({wanted, std::max(1, items), kMaxWorkerThreads}));
+}
+
+/// Runs `work(i)` for i in [0, n) on `threads` threads (capped by worker_threads; fewer when the
+/// system refuses to start more) and calls `done(i, result)` in index order, one call at a time.
+/// Only results waiting for an earlier index are held, so memory does not grow with n. An
+/// exception in a work item stops handing out new items and is rethrown once every thread has
+/// finished. With `unit` set ("trials", "points"), a progress bar with an ETA is drawn on stderr.
 template <class Work, class Done>
 void ordered_parallel(int n, int threads, Work work, Done done, const char* unit = nullptr) {
   using Result = std::invoke_result_t<Work&, int>;
-  std::vector<std::optional<Result>> results(static_cast<std::size_t>(std::max(0, n)));
+  std::map<int, Result> pending;  // finished, waiting for an earlier index
   std::atomic<int> next{0};
   std::mutex mutex;
   std::exception_ptr failure;
@@ -41,10 +55,10 @@ void ordered_parallel(int n, int threads, Work work, Done done, const char* unit
         return;
       }
       std::lock_guard<std::mutex> lock(mutex);
-      results[static_cast<std::size_t>(i)] = std::move(r);
-      while (flushed < n && results[static_cast<std::size_t>(flushed)]) {
-        done(flushed, *results[static_cast<std::size_t>(flushed)]);
-        results[static_cast<std::size_t>(flushed)].reset();  // handed over: free it
+      pending.emplace(i, std::move(*r));
+      for (auto it = pending.begin(); it != pending.end() && it->first == flushed;
+           it = pending.erase(it)) {
+        done(flushed, it->second);
         ++flushed;
       }
       if (unit != nullptr) {
@@ -59,7 +73,13 @@ void ordered_parallel(int n, int threads, Work work, Done done, const char* unit
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  for (int t = 1; t < worker_threads(threads, n); ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // the system will not start more threads: run on those there are
+    }
+  }
   worker();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);

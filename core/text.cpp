@@ -68,4 +68,16 @@ std::string quoted_list(const std::vector<std::string>& names) {
   return out;
 }
 
+std::string fingerprint(std::string_view text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a offset basis and prime (64-bit)
+  for (const char ch : text) {
+    hash ^= static_cast<unsigned char>(ch);
+    hash *= 0x100000001b3ull;
+  }
+  static const char* digits = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, hash >>= 4) out[static_cast<std::size_t>(i)] = digits[hash & 15];
+  return out;
+}
+
 }  // namespace twin::core

@@ -20,6 +20,10 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 /// Integer with thousands separators: 12288 -> "12,288".
 std::string with_commas(std::int64_t value);
 
+/// 64-bit FNV-1a hash of `text` as 16 hex digits: a stable fingerprint (same text, same value
+/// on every platform and run), not a cryptographic one.
+std::string fingerprint(std::string_view text);
+
 /// Comma-separated list of quoted names: "'a', 'b', 'c'".
 std::string quoted_list(const std::vector<std::string>& names);
 

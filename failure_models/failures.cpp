@@ -40,6 +40,47 @@ std::vector<Cause> llama3_causes() {
   };
 }
 
+double node_failure_rate_lower_bound(const FailureSpec& f, int nodes) {
+  double per_node_day = 0;
+  if (f.node_mtbf_hours > 0) {
+    per_node_day = 24.0 / f.node_mtbf_hours;
+  } else {
+    for (const auto& cause : llama3_causes())
+      if (cause.exposure == Exposure::node) per_node_day += cause.per_unit_day;
+  }
+  return f.rate_multiplier * per_node_day * nodes / 86400.0;
+}
+
+double best_efficiency(double rate_per_s, double checkpoint_s, double restart_s, double work_s) {
+  if (!(rate_per_s > 0)) return 1.0;
+  const double mtbf = 1.0 / rate_per_s;
+  // Daly (2006), exponential failures: wall / work = (M / tau) e^{R/M} (e^{(tau + C)/M} - 1),
+  // minimized over the interval tau on a log grid from 1 s to the whole run.
+  double best = 0;
+  for (double tau = 1.0; tau <= std::max(1.0, work_s) * 1.0001; tau *= 1.25) {
+    const double exponent = restart_s / mtbf + std::log(std::expm1((tau + checkpoint_s) / mtbf));
+    const double efficiency = std::exp(-(std::log(mtbf / tau) + exponent));
+    best = std::max(best, std::isfinite(efficiency) ? efficiency : 0.0);
+  }
+  return best;
+}
+
+void check_progress(const FailureSpec& f, const RecoverySpec& r, int nodes, double run_days) {
+  const double rate = node_failure_rate_lower_bound(f, nodes);
+  const double checkpoint_s = r.storage_write_GBps > 0 ? 0.0 : r.checkpoint_write_s;
+  const double restart_s = (r.detection_min + r.restart_min) * 60.0;
+  const double efficiency = best_efficiency(rate, checkpoint_s, restart_s, run_days * 86400);
+  if (efficiency >= kMinProgress) return;
+  throw core::Error(
+      f.rate_multiplier != 1.0 ? "failures.rate_multiplier" : "failures.node_mtbf_hours",
+      fmt::format("{}", f.rate_multiplier != 1.0 ? f.rate_multiplier : f.node_mtbf_hours),
+      fmt::format("the job would fail every {:.3g} s (host causes alone, {} nodes); with a "
+                  "{:.0f} s checkpoint and {:.0f} s restart it could make progress at most "
+                  "{:.2g}% of the time at any checkpoint interval (Daly's model), so the campaign "
+                  "would never finish",
+                  1.0 / rate, nodes, checkpoint_s, restart_s, 100 * efficiency));
+}
+
 void validate(const FailureSpec& f, const RecoverySpec& r, int nodes, double run_days) {
   auto non_negative = [](double v, const char* field) {
     if (!(v >= 0)) throw core::Error(field, fmt::format("{}", v), "must not be negative");
@@ -83,6 +124,13 @@ void validate(const FailureSpec& f, const RecoverySpec& r, int nodes, double run
     throw core::Error(
         "recovery.checkpoint_interval_min", fmt::format("{}", r.checkpoint_interval_min),
         fmt::format("longer than the whole failure-free run ({:.1f} days)", run_days));
+  if (r.checkpoint_write_s > run_days * 86400)
+    throw core::Error(
+        "recovery.checkpoint_write_s", fmt::format("{}", r.checkpoint_write_s),
+        fmt::format("one checkpoint would take longer than the whole failure-free run ({:.1f} "
+                    "days)",
+                    run_days));
+  check_progress(f, r, nodes, run_days);
   if (r.hot_spares < 0 || r.hot_spares > nodes)
     throw core::Error("recovery.hot_spares", std::to_string(r.hot_spares),
                       fmt::format("must be between 0 and the job's {} nodes", nodes));

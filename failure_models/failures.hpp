@@ -85,8 +85,27 @@ struct RecoverySpec {
   bool elastic = false;
 };
 
-/// Throws core::Error naming failures.* or recovery.* fields.
+/// Throws core::Error naming failures.* or recovery.* fields: out-of-range values, a checkpoint
+/// longer than the run, and rates under which no progress is possible (check_progress).
 void validate(const FailureSpec& f, const RecoverySpec& r, int nodes, double run_days);
+
+/// Failures per second of a job of `nodes` nodes from the node-level causes alone (or the
+/// `node_mtbf_hours` process): a lower bound of the job's rate, known without the fabric.
+double node_failure_rate_lower_bound(const FailureSpec& f, int nodes);
+
+/// Best fraction of wall time spent on new work over all checkpoint intervals, from Daly's
+/// first-order model for exponential failures (J. T. Daly, "A higher order estimate of the
+/// optimum checkpoint interval for restart dumps", FGCS 22, 2006):
+///   wall / work = (M / tau) e^{R/M} (e^{(tau + C)/M} - 1),
+/// M the job MTBF, C the checkpoint pause, R the restart time, tau the interval.
+double best_efficiency(double rate_per_s, double checkpoint_s, double restart_s, double work_s);
+
+/// Below this best efficiency a campaign is refused: the run would take over 1,000 times its
+/// failure-free length, which no rate estimate or policy makes a real plan.
+inline constexpr double kMinProgress = 1e-3;
+
+/// Throws core::Error when even the lower-bound failure rate leaves the job unable to progress.
+void check_progress(const FailureSpec& f, const RecoverySpec& r, int nodes, double run_days);
 
 /// Young/Daly's first-order optimum: sqrt(2 C MTBF).
 double young_daly_interval_s(double checkpoint_s, double mtbf_s);

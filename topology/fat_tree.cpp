@@ -12,6 +12,9 @@ namespace {
 using core::Error;
 using core::with_commas;
 
+/// Largest cluster modelled (GPUs): 2^20, several times the largest built.
+constexpr std::int64_t kMaxGpus = 1 << 20;
+
 int ceil_div(int a, int b) {
   return (a + b - 1) / b;
 }
@@ -24,10 +27,33 @@ int smallest_spreading_divisor(int links, int groups, int ports) {
   return 0;
 }
 
-/// Splits `ports` into down and up ports with down/up as close to `ratio` as whole ports allow.
+/// Splits `ports` into down and up ports in the ratio `ratio` (down/up): the most up-ports u
+/// for which d = round(u ratio) fits beside them and d/u is within 1% of the ratio, so a 2:1
+/// leaf of radix 8 is 4 down / 2 up (not 5 / 2 = 2.5:1). Leaves d = u = 0 when no whole split
+/// comes that close; closest_split then names the nearest the switch allows.
 void split_ports(int ports, double ratio, int& down, int& up) {
-  down = static_cast<int>(std::floor(ports * ratio / (1.0 + ratio) + 1e-9));
-  up = static_cast<int>(std::floor(down / ratio + 1e-9));
+  down = up = 0;
+  for (int u = static_cast<int>(std::floor(ports / (1.0 + ratio) + 1e-9)); u >= 1; --u) {
+    const int d = static_cast<int>(std::lround(u * ratio));
+    if (d >= 1 && d + u <= ports && std::abs(static_cast<double>(d) / u - ratio) <= 0.01 * ratio) {
+      down = d;
+      up = u;
+      return;
+    }
+  }
+}
+
+/// "5:3 (5 down / 3 up)": the split of `ports` whose ratio is nearest `ratio`.
+std::string closest_split(int ports, double ratio) {
+  int best_d = 1, best_u = 1;
+  for (int u = 1; u < ports; ++u)
+    for (int d = 1; d + u <= ports; ++d)
+      if (const double gap = std::abs(static_cast<double>(d) / u - ratio),
+          best = std::abs(static_cast<double>(best_d) / best_u - ratio);
+          gap < best - 1e-12 || (gap < best + 1e-12 && d + u > best_d + best_u))
+        best_d = d, best_u = u;
+  return fmt::format("{:.3g}:1 ({} down / {} up)", static_cast<double>(best_d) / best_u, best_d,
+                     best_u);
 }
 
 void check_positive(int value, const char* field) {
@@ -38,6 +64,18 @@ void validate(const ClusterSpec& c, const FabricSpec& f) {
   check_positive(c.nodes, "cluster.nodes");
   check_positive(c.gpus_per_node, "cluster.gpus_per_node");
   check_positive(c.nics_per_node, "cluster.nics_per_node");
+  // Counts are ints throughout the fabric; a cluster is refused long before they could wrap.
+  const std::int64_t gpus = static_cast<std::int64_t>(c.nodes) * c.gpus_per_node;
+  if (gpus > kMaxGpus)
+    throw Error(c.nodes > kMaxGpus / 8 ? "cluster.nodes" : "cluster.gpus_per_node",
+                std::to_string(c.nodes > kMaxGpus / 8 ? c.nodes : c.gpus_per_node),
+                fmt::format("{} nodes x {} GPUs = {} GPUs; at most {} are modelled (the largest "
+                            "clusters built hold a few hundred thousand)",
+                            with_commas(c.nodes), c.gpus_per_node, with_commas(gpus),
+                            with_commas(kMaxGpus)));
+  if (static_cast<std::int64_t>(f.management_nodes) > kMaxGpus)
+    throw Error("fabric.management_nodes", std::to_string(f.management_nodes),
+                fmt::format("at most {}", with_commas(kMaxGpus)));
   if (c.nics_per_node > c.gpus_per_node)
     throw Error("cluster.nics_per_node", std::to_string(c.nics_per_node),
                 fmt::format("more compute NICs than GPUs per node ({}) is not modelled; each GPU "
@@ -112,16 +150,52 @@ FatTreeGeometry FatTreeGeometry::derive(const ClusterSpec& cluster, const Fabric
   split_ports(fabric.switch_radix - fabric.reserved_ports_per_leaf, fabric.oversubscription,
               g.leaf_down, g.leaf_up);
   if (g.leaf_down < 1 || g.leaf_up < 1)
-    throw Error(
-        "fabric.oversubscription", fmt::format("{}", fabric.oversubscription),
-        fmt::format("leaves a leaf of {} usable ports with {} down- and {} up-ports",
-                    fabric.switch_radix - fabric.reserved_ports_per_leaf, g.leaf_down, g.leaf_up));
+    throw Error("fabric.oversubscription", fmt::format("{}", fabric.oversubscription),
+                fmt::format("a leaf of {} usable ports cannot split its ports in this ratio "
+                            "(within 1%); the closest it allows is {}",
+                            fabric.switch_radix - fabric.reserved_ports_per_leaf,
+                            closest_split(fabric.switch_radix - fabric.reserved_ports_per_leaf,
+                                          fabric.oversubscription)));
 
+  // Build only what the nodes need: when every NIC fits on one leaf (per rail), that leaf gets
+  // only the down-ports in use and up-ports in the designed ratio, so a small cluster on
+  // high-radix switches costs what its GPUs need, not what the radix could hold.
+  const std::int64_t per_leaf_demand =
+      fabric.rail_optimized ? static_cast<std::int64_t>(cluster.nodes) + fabric.management_nodes
+                            : static_cast<std::int64_t>(g.endpoints) + g.management_ports;
+  if (per_leaf_demand < g.leaf_down) {
+    const int used = static_cast<int>(per_leaf_demand);
+    g.leaf_up = static_cast<int>((static_cast<std::int64_t>(used) * g.leaf_up + g.leaf_down - 1) /
+                                 g.leaf_down);
+    g.leaf_down = used;
+  }
   if (fabric.rail_optimized) {
     const int slots = cluster.nodes + fabric.management_nodes;
     g.leaves = ceil_div(slots, g.leaf_down) * g.rails;
   } else {
     g.leaves = ceil_div(g.endpoints + g.management_ports, g.leaf_down);
+  }
+
+  // Nodes that do not fill the leaves leave the last leaf (group) with spare down-ports but all
+  // its up-ports: far from the designed ratio, the fabric built is another design (3:1 leaves of
+  // radix 8 holding 8 nodes per rail are the same 16 leaves and 32 uplinks as 2:1). Refused with
+  // the reason rather than reported as what was asked. (A single, resized leaf group keeps the
+  // designed ratio.)
+  if (fabric.oversubscription > 1.0 && per_leaf_demand >= g.leaf_down) {
+    const double ports_used = fabric.rail_optimized ? static_cast<double>(per_leaf_demand) * g.rails
+                                                    : static_cast<double>(per_leaf_demand);
+    const double ratio = ports_used / (static_cast<double>(g.leaves) * g.leaf_up);
+    if (ratio < 0.75 * fabric.oversubscription)
+      throw Error(
+          "fabric.oversubscription", fmt::format("{}", fabric.oversubscription),
+          fmt::format("{} {} do not fill leaves of {} down-ports: {} leaves with {} up-ports each "
+                      "carry them, which is {:.3g}:1, not {}:1 (the same switches and cables as "
+                      "that design); choose {:.3g}, or a {} count that fills the leaves "
+                      "(a multiple of {})",
+                      with_commas(per_leaf_demand),
+                      fabric.rail_optimized ? "node slots per rail" : "NIC ports", g.leaf_down,
+                      g.leaves, g.leaf_up, ratio, fabric.oversubscription, ratio,
+                      fabric.rail_optimized ? "node" : "NIC", g.leaf_down));
   }
 
   if (fabric.tiers == 2) {
@@ -149,6 +223,11 @@ FatTreeGeometry FatTreeGeometry::derive(const ClusterSpec& cluster, const Fabric
   if (g.spine_down < 1 || g.spine_up < 1)
     throw Error("fabric.spine_oversubscription", fmt::format("{}", fabric.spine_oversubscription),
                 "leaves a spine without down- or up-ports");
+  if (g.leaves < g.spine_down) {  // one partial pod: spines sized to its leaves, as above
+    g.spine_up = static_cast<int>(
+        (static_cast<std::int64_t>(g.leaves) * g.spine_up + g.spine_down - 1) / g.spine_down);
+    g.spine_down = g.leaves;
+  }
   g.spines_per_pod = g.leaf_up;
   g.leaf_spine_parallel = 1;
   g.leaves_per_pod = g.spine_down;

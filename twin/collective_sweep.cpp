@@ -16,6 +16,9 @@
 namespace twin::sim {
 namespace {
 
+constexpr double kElementBytes = 4;
+constexpr double kMaxBytes = 1024.0 * 1024 * 1024 * 1024;
+
 double parse_size(const std::string& token) {
   if (token.empty()) throw core::Error("--sizes", token, "empty size");
   std::size_t used = 0;
@@ -41,7 +44,13 @@ double parse_size(const std::string& token) {
   else if (!unit.empty())
     throw core::Error("--sizes", token, "unknown unit; use K, M, G or T (binary)");
   const double bytes = value * scale;
-  if (!(bytes >= 1)) throw core::Error("--sizes", token, "sizes must be at least 1 byte");
+  // nccl-tests' smallest message is one element (4-byte float by default: a 3-byte all-reduce
+  // has a count of 0); the largest is bounded by GPU memory (141 GB on an H200).
+  if (!(bytes >= kElementBytes))
+    throw core::Error("--sizes", token,
+                      "sizes must be at least one 4-byte element (nccl-tests' float)");
+  if (!(bytes <= kMaxBytes))
+    throw core::Error("--sizes", token, "larger than 1 TiB: more than any GPU's memory");
   return std::round(bytes);
 }
 

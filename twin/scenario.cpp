@@ -8,7 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "calibrate/profile.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/text.hpp"
 #include "netsim/collective.hpp"
 #include "twin/detail/scenario_fields.hpp"
@@ -18,6 +20,9 @@ namespace twin::sim {
 namespace {
 
 using detail::MapReader;
+
+/// Token budgets above this are typos (1e30), and would overflow the integer GPU-hour lines.
+constexpr double kMaxTokens = 1e18;
 
 void read_cluster(MapReader r, topology::ClusterSpec& c) {
   r.get("nodes", c.nodes);
@@ -30,6 +35,14 @@ void read_cluster(MapReader r, topology::ClusterSpec& c) {
   r.get("pcie_GBps", c.pcie_GBps);
   r.get("pcie_latency_ns", c.pcie_latency_ns);
   r.finish();
+  // A profile name must exist even when the scenario never runs a step (fabric-only).
+  const bool is_path = c.gpu.find('/') != std::string::npos ||
+                       (c.gpu.size() > 5 && c.gpu.compare(c.gpu.size() - 5, 5, ".json") == 0);
+  const auto names = calibrate::shipped_profile_names();
+  if (!is_path && std::find(names.begin(), names.end(), c.gpu) == names.end())
+    throw r.error("gpu", c.gpu,
+                  "no hardware profile of that name; shipped: " + core::quoted_list(names) +
+                      core::did_you_mean(c.gpu, names) + " (or a path to a profile .json)");
 }
 
 void read_fabric(MapReader r, topology::FabricSpec& f) {
@@ -116,6 +129,17 @@ void read_training(MapReader r, workload::TrainingSpec& t) {
   r.get("memory_reserve_GB", t.memory_reserve_GB);
   r.get("price_per_gpu_hour", t.price_per_gpu_hour);
   r.finish();
+  if (t.tokens > kMaxTokens)
+    throw r.error("tokens", fmt::format("{}", t.tokens),
+                  fmt::format("more than {:g} tokens is beyond any data set (Llama 3 trained on "
+                              "15e12)",
+                              kMaxTokens));
+  if (!(t.price_per_gpu_hour >= 0))
+    throw r.error("price_per_gpu_hour", fmt::format("{}", t.price_per_gpu_hour),
+                  "must not be negative");
+  if (!(t.memory_reserve_GB >= 0))
+    throw r.error("memory_reserve_GB", fmt::format("{}", t.memory_reserve_GB),
+                  "must not be negative");
 }
 
 void read_perturbations(MapReader r, Scenario& s) {
@@ -127,35 +151,54 @@ void read_perturbations(MapReader r, Scenario& s) {
   if (switches.IsDefined() && !switches.IsNull()) {
     if (!switches.IsSequence())
       throw r.error("failed_switches", "", "expected a list of names like spine[3]");
-    for (const auto& n : switches) s.failed_switches.push_back(n.as<std::string>());
+    for (const auto& n : switches) {
+      if (!n.IsScalar()) throw r.error("failed_switches", "", "expected names like spine[3]");
+      s.failed_switches.push_back(n.Scalar());
+    }
   }
+  auto cable_index = [&](const YAML::Node& n, const char* key) {
+    int cable = 0;
+    const std::string why =
+        n.IsScalar() ? detail::parse_number(n.Scalar(), cable) : "expected a cable index";
+    if (!why.empty()) throw r.error(key, n.IsScalar() ? n.Scalar() : "", why);
+    return cable;
+  };
   const YAML::Node cables = r.raw("failed_cables");
   if (cables.IsDefined() && !cables.IsNull()) {
     if (!cables.IsSequence())
       throw r.error("failed_cables", "", "expected a list of cable indices");
-    for (const auto& n : cables) {
-      try {
-        s.failed_cables.push_back(n.as<int>());
-      } catch (const YAML::Exception&) {
-        throw r.error("failed_cables", n.Scalar(), "expected an integer cable index");
-      }
-    }
+    for (const auto& n : cables) s.failed_cables.push_back(cable_index(n, "failed_cables"));
   }
   const YAML::Node degraded = r.raw("degraded_cables");
   if (degraded.IsDefined() && !degraded.IsNull()) {
     if (!degraded.IsSequence())
       throw r.error("degraded_cables", "", "expected a list of {cable, factor}");
     for (const auto& n : degraded) {
-      try {
-        s.degraded_cables.emplace_back(n["cable"].as<int>(), n["factor"].as<double>());
-      } catch (const YAML::Exception&) {
+      if (!n.IsMap())
         throw r.error("degraded_cables", "", "each entry is {cable: index, factor: 0..1}");
-      }
+      MapReader entry(n, r.field("degraded_cables"), r.origin());
+      int cable = -1;
+      double factor = 0;
+      entry.get("cable", cable);
+      entry.get("factor", factor);
+      entry.finish();
+      if (cable < 0 || !n["factor"].IsDefined())
+        throw r.error("degraded_cables", "", "each entry is {cable: index, factor: 0..1}");
+      s.degraded_cables.emplace_back(cable, factor);
     }
   }
   r.finish();
   if (s.slow_gpu >= 0 && !(s.slow_factor >= 1.0))
     throw slow.error("factor", fmt::format("{}", s.slow_factor), "a slowdown factor is >= 1");
+  if (s.slow_gpu < -1)
+    throw slow.error("gpu", std::to_string(s.slow_gpu), "a GPU index is >= 0 (-1: none)");
+  if (static_cast<std::int64_t>(s.slow_gpu) >=
+      static_cast<std::int64_t>(s.cluster.nodes) * s.cluster.gpus_per_node)
+    throw slow.error("gpu", std::to_string(s.slow_gpu),
+                     fmt::format("no such GPU: the cluster has {} ({} nodes x {})",
+                                 core::with_commas(static_cast<std::int64_t>(s.cluster.nodes) *
+                                                   s.cluster.gpus_per_node),
+                                 core::with_commas(s.cluster.nodes), s.cluster.gpus_per_node));
 }
 
 void read_failures(MapReader r, failures::FailureSpec& f) {
@@ -221,7 +264,8 @@ void read_costs(MapReader r, CostSpec& c) {
   r.get("amortization_years", c.amortization_years);
   r.finish();
   for (auto [v, k] :
-       {std::pair{c.node_usd, "node_usd"}, std::pair{c.switch_usd_per_port, "switch_usd_per_port"},
+       {std::pair{c.node_usd, "node_usd"}, std::pair{c.nic_usd_per_100gbps, "nic_usd_per_100gbps"},
+        std::pair{c.switch_usd_per_port, "switch_usd_per_port"},
         std::pair{c.transceiver_usd, "transceiver_usd"}, std::pair{c.cable_usd, "cable_usd"},
         std::pair{c.node_kw, "node_kw"}, std::pair{c.switch_kw, "switch_kw"},
         std::pair{c.usd_per_mwh, "usd_per_mwh"}})
@@ -283,9 +327,11 @@ const std::vector<std::string>& validation_metrics() {
   return metrics;
 }
 
-Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
-                        const std::vector<std::string>& overrides) {
-  detail::Origin origin{source, {}};
+namespace {
+
+/// The YAML tree of scenario text with the overrides applied (no field is read yet).
+YAML::Node overridden_tree(const std::string& yaml_text, const std::string& source,
+                           const std::vector<std::string>& overrides, detail::Origin& origin) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -300,9 +346,19 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
     throw core::Error("", "", "a scenario is a YAML mapping (schema_version, cluster, fabric, ...)",
                       source);
   detail::apply_overrides(root, overrides, origin);
+  return root;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
+                        const std::vector<std::string>& overrides) {
+  detail::Origin origin{source, {}};
+  const YAML::Node root = overridden_tree(yaml_text, source, overrides, origin);
 
   Scenario s;
   s.source = source;
+  s.overrides = overrides;
   MapReader top(root, "", origin);
   s.schema_version = 0;
   top.get("schema_version", s.schema_version);
@@ -346,12 +402,13 @@ topology::FabricState fabric_state(const Scenario& s, const topology::Fabric& fa
       }
     }
     if (!found)
-      throw core::Error(
-          "perturbations.failed_switches", name,
-          fmt::format("no such switch (names: leaf[0..{}], spine[0..{}], core[0..{}])",
-                      fabric.geometry().leaves - 1, fabric.geometry().spines - 1,
-                      fabric.geometry().cores - 1),
-          s.source);
+      throw core::Error("perturbations.failed_switches", name,
+                        fmt::format("no such switch (names: leaf[0..{}], spine[0..{}]{})",
+                                    fabric.geometry().leaves - 1, fabric.geometry().spines - 1,
+                                    fabric.geometry().cores > 0
+                                        ? fmt::format(", core[0..{}]", fabric.geometry().cores - 1)
+                                        : ""),
+                        s.source);
   }
   auto check = [&](int cable, const char* field) {
     if (cable < 0 || cable >= static_cast<int>(fabric.cable_count()))
@@ -372,11 +429,16 @@ topology::FabricState fabric_state(const Scenario& s, const topology::Fabric& fa
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   if (path.empty()) return parse_scenario(default_scenario_yaml(), "<default>", overrides);
-  std::ifstream in(path);
-  if (!in) throw core::Error("", "", "cannot open scenario file", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_scenario(text.str(), path, overrides);
+  return parse_scenario(core::read_text_file(path, "scenario file"), path, overrides);
+}
+
+std::string resolved_yaml(const std::string& path, const std::vector<std::string>& overrides) {
+  const std::string source = path.empty() ? "<default>" : path;
+  detail::Origin origin{source, {}};
+  const YAML::Node root = overridden_tree(
+      path.empty() ? default_scenario_yaml() : core::read_text_file(path, "scenario file"), source,
+      overrides, origin);
+  return YAML::Dump(root) + "\n";
 }
 
 std::string to_yaml(const Scenario& s) {

@@ -81,6 +81,8 @@ struct Scenario {
   ValidationSpec validation;
   /// Where it came from: a file path, or "<default>" for the embedded scenario.
   std::string source;
+  /// The `--set dotted.path=value` overrides applied on top of the source, in order.
+  std::vector<std::string> overrides;
 };
 
 /// The embedded default scenario (scenarios/default.yaml at build time).
@@ -91,6 +93,11 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
                         const std::vector<std::string>& overrides = {});
 /// Reads a scenario file, or the embedded default when `path` is empty.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// The scenario's YAML tree after the overrides, as canonical text (comments and layout dropped,
+/// key order kept): what determines a run, for fingerprints. Throws core::Error like
+/// load_scenario on unreadable files, malformed YAML or bad overrides.
+std::string resolved_yaml(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// The fabric state the scenario's perturbations describe; throws core::Error naming the entry
 /// when a switch name or cable index does not exist in this fabric.

@@ -8,14 +8,18 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "calibrate/profile.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "core/text.hpp"
 #include "topology/bom.hpp"
 #include "topology/fabric.hpp"
 #include "twin/campaign.hpp"
 #include "twin/cost_model.hpp"
+#include "twin/detail/hdf5_error.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
+#include "twin/yaml_reader.hpp"
 
 namespace twin::sim {
 namespace {
@@ -55,7 +59,7 @@ double PointResult::metric(const std::string& name) const {
   return std::nan("");
 }
 
-Vary parse_vary(const std::string& arg) {
+Vary parse_vary(const std::string& arg, std::size_t max_points) {
   const auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
     throw core::Error("--vary", arg, "expected key=v1,v2,... or key=from:to:step");
@@ -64,23 +68,37 @@ Vary parse_vary(const std::string& arg) {
   const auto parts = split(rhs, ':');
   if (parts.size() == 3) {
     double from = 0, to = 0, step = 0;
-    try {
-      from = std::stod(parts[0]);
-      to = std::stod(parts[1]);
-      step = std::stod(parts[2]);
-    } catch (const std::exception&) {
-      throw core::Error("--vary", arg, "a range is from:to:step with numbers");
-    }
+    if (!detail::parse_real(parts[0], from).empty() || !detail::parse_real(parts[1], to).empty() ||
+        !detail::parse_real(parts[2], step).empty())
+      throw core::Error("--vary", arg, "a range is from:to:step with finite numbers");
     if (!(step > 0) || to < from)
       throw core::Error("--vary", arg, "empty range (need step > 0 and to >= from)");
+    // Count first: a range of a billion values is refused before any is generated.
+    const double count = std::floor((to - from) / step + 1e-9) + 1;
+    if (count > static_cast<double>(max_points))
+      throw core::Error("--vary", arg,
+                        fmt::format("{:.0f} values, more than the {} points a sweep may have "
+                                    "(raise the cap with --max-points if you mean it)",
+                                    count, max_points));
     for (int i = 0;; ++i) {
       const double x = from + i * step;
       if (x > to + 1e-9 * std::abs(step)) break;
       v.values.push_back(fmt::format("{}", x));
     }
   } else if (parts.size() == 1) {
-    for (auto& value : split(rhs, ','))
-      if (!value.empty()) v.values.push_back(value);
+    for (auto& value : split(rhs, ',')) {
+      if (value.empty())
+        throw core::Error("--vary", arg,
+                          "an empty value in the list (two commas, or a trailing one)");
+      if (std::find(v.values.begin(), v.values.end(), value) != v.values.end())
+        throw core::Error("--vary", arg, "the value '" + value + "' is listed twice");
+      v.values.push_back(value);
+    }
+    if (v.values.size() > max_points)
+      throw core::Error("--vary", arg,
+                        fmt::format("{} values, more than the {} points a sweep may have (raise "
+                                    "the cap with --max-points)",
+                                    v.values.size(), max_points));
   } else {
     throw core::Error("--vary", arg, "expected key=v1,v2,... or key=from:to:step");
   }
@@ -90,8 +108,23 @@ Vary parse_vary(const std::string& arg) {
 
 std::vector<SweepPoint> sweep_points(const std::string& scenario_path,
                                      const std::vector<std::string>& base,
-                                     const std::vector<Vary>& vary) {
+                                     const std::vector<Vary>& vary, std::size_t max_points) {
   if (vary.empty()) throw core::Error("--vary", "", "give at least one --vary key=values");
+  std::size_t count = 1;
+  for (std::size_t i = 0; i < vary.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j)
+      if (vary[j].key == vary[i].key)
+        throw core::Error("--vary", vary[i].key,
+                          "varied twice (the points would cross the key with itself); list all "
+                          "its values in one --vary");
+    count =
+        vary[i].values.size() > max_points / count ? max_points + 1 : count * vary[i].values.size();
+  }
+  if (count > max_points)
+    throw core::Error("--vary", "",
+                      fmt::format("the cross product has more than {} points; vary fewer values "
+                                  "or raise the cap with --max-points",
+                                  max_points));
   // Every value must load into its field before any work starts.
   for (const auto& v : vary)
     for (const auto& value : v.values) {
@@ -114,6 +147,85 @@ std::vector<SweepPoint> sweep_points(const std::string& scenario_path,
   }
   for (std::size_t i = 0; i < points.size(); ++i) points[i].index = static_cast<int>(i);
   return points;
+}
+
+const char* program_version() {
+  return CLUSTERTWIN_VERSION;
+}
+
+std::string Fingerprint::text() const {
+  return study + "-" + point + "-" + options + "-" + profile + "-" + version;
+}
+
+Fingerprint Fingerprint::parse(const std::string& text) {
+  const auto parts = split(text, '-');
+  if (parts.size() != 5) return {};
+  return {parts[0], parts[1], parts[2], parts[3], parts[4]};
+}
+
+std::string Fingerprint::difference(const Fingerprint& o) const {
+  if (study != o.study) return "they belong to another study (scenario, --set or --vary keys)";
+  if (point != o.point) return "the scenario changed since they ran";
+  if (options != o.options) return "the options differ (--campaign, --trials, --seed)";
+  if (profile != o.profile) return "the hardware profile changed since they ran";
+  if (version != o.version) return "another clustertwin version computed them";
+  return {};
+}
+
+std::string study_fingerprint(const std::string& scenario_path,
+                              const std::vector<std::string>& base, const std::vector<Vary>& vary) {
+  std::string text = resolved_yaml(scenario_path, base);
+  for (const auto& v : vary) text += "\nvary " + v.key;
+  return core::fingerprint(text);
+}
+
+Fingerprint point_fingerprint(const std::string& study, const std::string& scenario_path,
+                              const SweepPoint& point, const SweepSettings& s) {
+  Fingerprint f;
+  f.study = study;
+  f.point = core::fingerprint(resolved_yaml(scenario_path, point.overrides));
+  f.options = core::fingerprint(
+      s.campaign ? fmt::format("campaign trials={} seed={}", s.trials, s.seed) : "step");
+  std::string profile_text;
+  try {
+    const Scenario sc = load_scenario(scenario_path, point.overrides);
+    profile_text = calibrate::to_json(calibrate::load_profile(sc.cluster.gpu));
+  } catch (const core::Error& e) {
+    profile_text = e.what();  // the point will be infeasible for the same reason
+  }
+  f.profile = core::fingerprint(profile_text);
+  f.version = core::fingerprint(program_version());
+  return f;
+}
+
+ResumePlan plan_resume(const std::map<std::string, PointResult>& earlier,
+                       const std::vector<SweepPoint>& points,
+                       const std::vector<std::string>& fingerprints, const std::string& where) {
+  ResumePlan plan;
+  if (earlier.empty() || points.empty()) return plan;
+  const Fingerprint study = Fingerprint::parse(fingerprints.front());
+  bool same_study = false;
+  for (const auto& [label, r] : earlier)
+    same_study = same_study || Fingerprint::parse(r.fingerprint).study == study.study;
+  if (!same_study)
+    throw core::Error("--out", where,
+                      "holds the results of another sweep (its scenario, --set overrides or "
+                      "--vary keys differ from this one's); choose another --out, or delete it "
+                      "to start over");
+  std::map<std::string, int> recomputed;
+  for (const auto& p : points) {
+    const auto it = earlier.find(p.label);
+    if (it == earlier.end()) continue;
+    const Fingerprint now = Fingerprint::parse(fingerprints[static_cast<std::size_t>(p.index)]);
+    const std::string why = now.difference(Fingerprint::parse(it->second.fingerprint));
+    if (why.empty())
+      plan.reuse.emplace(p.label, it->second);
+    else
+      ++recomputed[why];
+  }
+  for (const auto& [why, n] : recomputed)
+    plan.notes.push_back(fmt::format("recomputing {} point(s) of {}: {}", n, where, why));
+  return plan;
 }
 
 PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
@@ -220,13 +332,13 @@ void mark_pareto(std::vector<PointResult>& results) {
 }
 
 std::string csv_header(const SweepSettings& s) {
-  std::string h = "index,point,status";
+  std::string h = "index,point,status,fingerprint";
   for (const auto& m : metric_names(s.campaign)) h += "," + m;
   return h + ",reason\n";
 }
 
 std::string csv_row(const PointResult& r, const SweepSettings& s) {
-  std::string row = fmt::format("{},\"{}\",{}", r.index, r.label, r.status);
+  std::string row = fmt::format("{},\"{}\",{},{}", r.index, r.label, r.status, r.fingerprint);
   for (const auto& m : metric_names(s.campaign)) {
     const double v = r.metric(m);
     row += std::isnan(v) ? "," : fmt::format(",{:.17g}", v);
@@ -241,8 +353,14 @@ std::map<std::string, PointResult> read_csv(const std::string& text, const Sweep
   std::map<std::string, PointResult> out;
   std::istringstream in(text);
   std::string line;
-  std::getline(in, line);                        // header
-  if (line + "\n" != csv_header(s)) return out;  // another kind of sweep: nothing to reuse
+  std::getline(in, line);  // header
+  if (line + "\n" != csv_header(s))
+    throw core::Error("", "",
+                      fmt::format("its header is not that of a {} sweep with fingerprints (another "
+                                  "kind of sweep, or written by an older clustertwin): its rows "
+                                  "cannot be matched to this sweep; choose another --out, or "
+                                  "delete it to start over",
+                                  s.campaign ? "--campaign" : "step-only"));
   while (std::getline(in, line)) {
     // index,"label",status,metrics...,"reason"
     const auto q1 = line.find('"'), q2 = line.find('"', q1 + 1);
@@ -250,14 +368,24 @@ std::map<std::string, PointResult> read_csv(const std::string& text, const Sweep
     if (q1 == std::string::npos || q2 == std::string::npos || r1 == std::string::npos || r1 <= q2)
       continue;
     PointResult r;
-    r.index = std::stoi(line.substr(0, q1 - 1));
+    if (q1 == 0) continue;
+    std::int64_t index = 0;
+    std::uint64_t unused = 0;
+    if (!detail::parse_integer(line.substr(0, q1 - 1), 0, 1u << 30, index, unused).empty())
+      continue;
+    r.index = static_cast<int>(index);
     r.label = line.substr(q1 + 1, q2 - q1 - 1);
     const auto fields = split(line.substr(q2 + 2, r1 - q2 - 3), ',');
     if (fields.empty()) continue;
+    if (fields.size() < 2) continue;
     r.status = fields[0];
+    r.fingerprint = fields[1];
     const auto& names = metric_names(s.campaign);
-    for (std::size_t i = 0; i < names.size() && i + 1 < fields.size(); ++i)
-      if (!fields[i + 1].empty()) r.metrics.emplace_back(names[i], std::stod(fields[i + 1]));
+    for (std::size_t i = 0; i < names.size() && i + 2 < fields.size(); ++i) {
+      double value = 0;
+      if (!fields[i + 2].empty() && detail::parse_real(fields[i + 2], value).empty())
+        r.metrics.emplace_back(names[i], value);
+    }
     r.reason = line.substr(r1 + 1, line.size() - r1 - 2);
     if (r.status == "ok" || r.status == "infeasible") out[r.label] = std::move(r);
   }
@@ -312,7 +440,7 @@ SweepHdf5::SweepHdf5(const std::string& path) : impl_(new Impl) {
     impl_->file = H5::H5File(path, H5F_ACC_TRUNC);
   } catch (const H5::Exception& e) {
     delete impl_;
-    throw core::Error("--out", path, "cannot write sweep.h5: " + e.getDetailMsg());
+    throw detail::hdf5_create_error(path, e.getDetailMsg());
   }
 }
 
@@ -329,6 +457,7 @@ void SweepHdf5::write(const PointResult& r) {
   };
   text("point", r.label);
   text("status", r.status);
+  text("fingerprint", r.fingerprint);
   text("reason", r.reason);
   for (const auto& [k, v] : r.metrics)
     g.createAttribute(k, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR))

@@ -18,9 +18,13 @@ struct Vary {
   std::vector<std::string> values;
 };
 
+/// Points a sweep runs unless --max-points raises it: the count is checked before anything is
+/// generated, so `--vary k=1:1e9:1` is refused at once instead of filling memory.
+inline constexpr std::size_t kDefaultMaxPoints = 10'000;
+
 /// "key=v1,v2,..." or "key=from:to:step" (numeric, inclusive). Throws core::Error on an empty
-/// range or a malformed argument.
-Vary parse_vary(const std::string& arg);
+/// range, an empty list item, a malformed argument, or more than `max_points` values.
+Vary parse_vary(const std::string& arg, std::size_t max_points = kDefaultMaxPoints);
 
 struct SweepPoint {
   int index = 0;
@@ -29,15 +33,18 @@ struct SweepPoint {
 };
 
 /// The cross product, validated before any work: every key must exist and every value must
-/// parse into its field (core::Error naming the key otherwise).
+/// parse into its field, a key may be varied once, and the product may hold at most
+/// `max_points` points (core::Error naming the key or the count otherwise).
 std::vector<SweepPoint> sweep_points(const std::string& scenario_path,
                                      const std::vector<std::string>& base,
-                                     const std::vector<Vary>& vary);
+                                     const std::vector<Vary>& vary,
+                                     std::size_t max_points = kDefaultMaxPoints);
 
 struct PointResult {
   int index = 0;
   std::string label;
-  std::string status;  ///< ok, infeasible (the scenario cannot run: memory, fabric...), error
+  std::string fingerprint;  ///< of everything that determined it (see point_fingerprint)
+  std::string status;       ///< ok, infeasible (the scenario cannot run: memory, fabric...), error
   std::string reason;
   std::vector<std::pair<std::string, double>> metrics;
   bool pareto = false;
@@ -49,6 +56,28 @@ struct SweepSettings {
   int trials = 50;
   std::uint64_t seed = 1;
 };
+
+/// What determines a sweep's results, hashed in parts so a resumed sweep can say which part
+/// changed: the study (scenario text after the base --set overrides, and the varied keys), the
+/// point's own scenario after all its overrides, the options (campaign, trials, seed), the
+/// hardware profile's content, and the program version. Written as "s-p-o-h-v" (16 hex each).
+struct Fingerprint {
+  std::string study, point, options, profile, version;
+  [[nodiscard]] std::string text() const;
+  /// Parses text(); an empty Fingerprint for anything else.
+  static Fingerprint parse(const std::string& text);
+  /// The first part that differs from `other`, in words ("" when equal).
+  [[nodiscard]] std::string difference(const Fingerprint& other) const;
+};
+
+/// The study part: the scenario after the base overrides, and the varied keys.
+std::string study_fingerprint(const std::string& scenario_path,
+                              const std::vector<std::string>& base, const std::vector<Vary>& vary);
+Fingerprint point_fingerprint(const std::string& study, const std::string& scenario_path,
+                              const SweepPoint& point, const SweepSettings& s);
+
+/// The program version that fingerprints name (results of another version are recomputed).
+const char* program_version();
 
 /// One point. Errors become the point's status; a cancellation (`cancel`, checked before the
 /// point and inside its step and campaign) propagates as core::Cancelled.
@@ -69,8 +98,21 @@ void mark_pareto(std::vector<PointResult>& results);
 
 std::string csv_header(const SweepSettings& s);
 std::string csv_row(const PointResult& r, const SweepSettings& s);
-/// Reads rows written by csv_row (for resuming and for gathering MPI results).
+/// Reads rows written by csv_row (for resuming and for gathering MPI results), by label.
+/// Throws core::Error when the header is not this kind of sweep's (another kind of sweep, or a
+/// file written before fingerprints existed: its rows cannot be trusted).
 std::map<std::string, PointResult> read_csv(const std::string& text, const SweepSettings& s);
+
+/// Which earlier rows a resumed sweep may reuse.
+struct ResumePlan {
+  std::map<std::string, PointResult> reuse;  ///< by label: fingerprint matches
+  std::vector<std::string> notes;            ///< why others are recomputed, one line per reason
+};
+/// Matches earlier rows to `points` by label and fingerprint. Throws core::Error when no earlier
+/// row belongs to this study (the directory holds another sweep's results).
+ResumePlan plan_resume(const std::map<std::string, PointResult>& earlier,
+                       const std::vector<SweepPoint>& points,
+                       const std::vector<std::string>& fingerprints, const std::string& where);
 
 std::string sweep_results_table(const std::vector<PointResult>& results, const SweepSettings& s);
 std::string sweep_results_json(const std::vector<PointResult>& results);

@@ -196,6 +196,14 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
     throw core::Error(
         "training.global_batch", fmt::format("{}", t.global_batch),
         fmt::format("must be a positive multiple of dp x micro_batch ({})", per_step));
+  // The step simulation schedules every micro-batch of the pipeline: a step of more than
+  // kMaxMicroBatches is a typo (1e15), and would overflow the int count below.
+  constexpr double kMaxMicroBatches = 1 << 20;
+  if (micro > kMaxMicroBatches)
+    throw core::Error("training.global_batch", fmt::format("{}", t.global_batch),
+                      fmt::format("{:g} micro-batches per step (global_batch / (dp x micro_batch "
+                                  "= {})); at most {:g} are simulated",
+                                  micro, per_step, kMaxMicroBatches));
   if (v > 1 && static_cast<long long>(micro) % p.pp != 0)
     throw core::Error("training.global_batch", fmt::format("{}", t.global_batch),
                       "interleaved 1F1B needs the micro-batch count to be a multiple of pp");

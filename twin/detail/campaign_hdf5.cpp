@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "twin/detail/hdf5_error.hpp"
+
 namespace twin::sim::detail {
 
 namespace {
@@ -11,7 +13,11 @@ constexpr double kDay = 86400.0;
 
 CampaignHdf5::CampaignHdf5(const std::string& path) {
   H5::Exception::dontPrint();
-  file_ = H5::H5File(path, H5F_ACC_TRUNC);
+  try {
+    file_ = H5::H5File(path, H5F_ACC_TRUNC);
+  } catch (const H5::Exception& e) {
+    throw hdf5_create_error(path, e.getDetailMsg());
+  }
   trials_ = make("/trials",
                  {"trial", "wall_days", "ettr", "interruptions", "spares_used", "checkpoints"});
   events_ = make("/events", {"trial", "time_h", "kind", "cause", "progress"});
