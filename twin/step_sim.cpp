@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 #include "netsim/collective.hpp"
 #include "topology/fabric.hpp"
+#include "topology/placement.hpp"
 #include "workload/step_program.hpp"
 
 namespace twin::sim {
@@ -211,9 +212,14 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
   const auto& t = scenario.training;
   const topology::Fabric fabric(scenario.cluster, scenario.fabric);
   const calibrate::Profile profile = calibrate::load_profile(scenario.cluster.gpu);
-  const Layout layout = workload::make_layout(model, p, t, fabric.gpu_count());
+  const Layout layout =
+      workload::make_layout(model, p, t, topology::job_ranks(fabric, p.tp, p.pp, p.dp));
+  // Ranks to GPUs: the identity on a whole generated cluster; on an imported fabric or with
+  // drained nodes, the usable hosts in fabric order (topology/placement.hpp).
+  const topology::Placement placement = topology::place_job(fabric, layout.gpus);
+  const bool placed = !placement.identity();
   StepReport r;
-  r.gpus = fabric.gpu_count();
+  r.gpus = layout.gpus;
   r.micro_batches = layout.micro_batches;
   r.memory = workload::memory_per_gpu(model, p, t, layout);
   r.memory_capacity_GB = profile.hbm_GB.value;
@@ -230,7 +236,7 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
     if (groups.empty() || groups.front().size() < 2 || !(bytes > 0)) return 0.0;
     netsim::CollectiveResult res;
     try {
-      res = net.run(op, scenario.algorithm_for(op), groups, bytes);
+      res = net.run(op, scenario.algorithm_for(op), placed ? placement.map(groups) : groups, bytes);
     } catch (const core::Error& e) {
       if (e.field() != "algorithm") throw;
       throw core::Error("collectives." + op, scenario.algorithm_for(op),
