@@ -23,9 +23,14 @@ struct ScenarioOptions {
   std::string path;
   std::vector<std::string> overrides;
   bool json = false;
+  std::string node_states;  ///< --node-states: Slurm states, overriding cluster.node_states
 
   void add_to(CLI::App& cmd, bool with_json = true);
-  [[nodiscard]] sim::Scenario load() const { return sim::load_scenario(path, overrides); }
+  [[nodiscard]] sim::Scenario load() const {
+    sim::Scenario s = sim::load_scenario(path, overrides);
+    if (!node_states.empty()) s.cluster.node_states = node_states;
+    return s;
+  }
 };
 
 Action add_bom(CLI::App& app);

@@ -34,6 +34,10 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool with_json) {
   cmd.add_option("scenario", path, "Scenario YAML file (default: the embedded 4,096-GPU cluster)")
       ->check(CLI::ExistingFile);
   cmd.add_option("--set", overrides, "Override a scenario field: dotted.path=value (repeatable)");
+  cmd.add_option("--node-states", node_states,
+                 "Slurm node states (sinfo -N -h -o \"%N %T\"): drained and down hosts are left "
+                 "out of placement and of the spare pool")
+      ->check(CLI::ExistingFile);
   if (with_json) cmd.add_flag("--json", json, "Print JSON instead of a table");
 }
 

@@ -20,7 +20,8 @@ Bom compute_bom(const Fabric& fabric) {
   Bom bom;
   bom.nodes = fabric.cluster().nodes;
   bom.gpus = fabric.gpu_count();
-  bom.nics = fabric.nic_count();
+  // NICs with a cable (an imported fabric may have hosts with an adapter slot uncabled).
+  for (int n = 0; n < fabric.nic_count(); ++n) bom.nics += fabric.nic_present(n) ? 1 : 0;
   bom.nvswitch_domains = fabric.cluster().nodes;
   bom.management_nodes = spec.management_nodes;
   bom.leaf.switches = g.leaves;

@@ -16,12 +16,22 @@
 /// - Fabric-manager hosts take leaf ports (counted in the bill of materials) but carry no
 ///   training traffic, so they are not vertices.
 /// A failure or degradation is a FabricState overlay, never a rebuilt Fabric.
+///
+/// A fabric is generated (fat-tree geometry from the specs) or explicit: built from a FabricPlan,
+/// e.g. an `ibnetdiscover` dump named by `fabric.file`. Explicit fabrics keep the same vertex
+/// layout (hosts x GPUs, hosts x rails NICs, NVSwitch domains, then tier-1, 2 and 3 switches) but
+/// their cables come from the plan: a NIC slot may have no cable (absent adapter), switch ports
+/// and parallel cables are as found, and routing uses up/down tables (topology/updown.hpp)
+/// instead of the geometry's arithmetic. Every cable records the switch port at each end.
+/// Host states from the scheduler (`cluster.node_states`, Slurm `sinfo`) mark hosts drained or
+/// down: they stay in the graph but placement leaves them out.
 
 #include <boost/graph/adjacency_list.hpp>
 #include <string>
 #include <vector>
 
 #include "core/ids.hpp"
+#include "topology/fabric_plan.hpp"
 #include "topology/fat_tree.hpp"
 #include "topology/spec.hpp"
 
@@ -57,12 +67,42 @@ struct Cable {
   LinkId up;    ///< toward the higher tier
   LinkId down;  ///< toward the lower tier
   LinkKind kind;
+  int lower_port = 0;  ///< port number at the lower end (1 on a NIC)
+  int upper_port = 0;  ///< port number on the upper switch
 };
+
+/// What the scheduler says about a host (Slurm `sinfo -N -o "%N %T"`).
+enum class HostState : std::uint8_t { up, drained, down };
+std::string_view to_string(HostState state);
 
 class Fabric {
  public:
   /// Builds the fabric; throws core::Error (naming the field) if the spec is impossible.
+  /// With `fabric.file` set, reads that ibnetdiscover dump instead of generating; with
+  /// `cluster.node_states` set, reads the host states.
   Fabric(ClusterSpec cluster, FabricSpec fabric);
+  /// An explicit fabric; `cluster` gives the per-host GPUs, NVLink and PCIe figures, the plan
+  /// the hosts, rails, switches and cables (it overrides nodes, nics_per_node, tiers, radix).
+  Fabric(ClusterSpec cluster, FabricSpec fabric, const FabricPlan& plan);
+
+  /// True when built from a plan (routing uses up/down tables, not the geometry).
+  [[nodiscard]] bool is_explicit() const { return explicit_; }
+  /// Host name ("node0007" for generated fabrics, the real name for imported ones).
+  [[nodiscard]] const std::string& host_name(int host) const { return host_names_[host]; }
+  /// Switch name as the file gave it ("A09-P1-IBLEAF-04-04"), or node_name() when generated.
+  [[nodiscard]] std::string switch_label(NodeId id) const;
+  [[nodiscard]] std::uint64_t switch_guid(NodeId id) const;
+  /// Rail served by a leaf (-1 when unknown).
+  [[nodiscard]] int rail_of_leaf(int leaf) const { return leaf_rail_[leaf]; }
+  [[nodiscard]] bool nic_present(int n) const { return nic_cable_[n].valid(); }
+  [[nodiscard]] HostState host_state(int host) const { return host_state_[host]; }
+  /// A job may use the host: every NIC cabled and the scheduler has it up.
+  [[nodiscard]] bool host_usable(int host) const;
+  [[nodiscard]] int usable_host_count() const;
+  /// Marks hosts from a Slurm node-state file; see topology/node_states.hpp.
+  void apply_host_states(const std::vector<std::pair<int, HostState>>& states);
+  /// The plan an explicit fabric was built from (empty for generated ones).
+  [[nodiscard]] const FabricPlan& plan() const { return plan_; }
 
   [[nodiscard]] const ClusterSpec& cluster() const { return cluster_; }
   [[nodiscard]] const FabricSpec& spec() const { return spec_; }
@@ -97,12 +137,13 @@ class Fabric {
   [[nodiscard]] int nic_of_gpu(int g) const;
   [[nodiscard]] int rail_of_nic(int n) const { return n % cluster_.nics_per_node; }
   [[nodiscard]] int host_of_nic(int n) const { return n / cluster_.nics_per_node; }
-  [[nodiscard]] int leaf_of_nic(int n) const { return nic_leaf_[n]; }
+  [[nodiscard]] int leaf_of_nic(int n) const { return nic_leaf_[n]; }  ///< -1 if absent
   /// D-mod-k destination index of a NIC (leaf * leaf down-ports + port).
   [[nodiscard]] int endpoint_index(int n) const { return nic_endpoint_[n]; }
 
   // Cable and link lookups used by routing (all arithmetic, O(1)).
-  [[nodiscard]] CableId nic_cable(int n) const { return CableId::from_index(n); }
+  /// The NIC's cable (invalid when the adapter is absent from an explicit fabric).
+  [[nodiscard]] CableId nic_cable(int n) const { return nic_cable_[n]; }
   [[nodiscard]] CableId leaf_up_cable(int leaf, int port) const;
   [[nodiscard]] CableId spine_up_cable(int spine, int port) const;
   [[nodiscard]] LinkId nvlink_up(int g) const { return LinkId::from_index(first_nvlink_ + 2 * g); }
@@ -123,8 +164,14 @@ class Fabric {
   NodeId add_node(NodeKind kind, int index, int host);
   LinkId add_link(NodeId src, NodeId dst, LinkKind kind, double bandwidth_Bps, double latency_s,
                   CableId cable);
-  void add_cable(NodeId lower, NodeId upper, LinkKind kind, double bandwidth_Bps);
+  void add_cable(NodeId lower, NodeId upper, LinkKind kind, double bandwidth_Bps,
+                 int lower_port = 0, int upper_port = 0);
   void build();
+  void build_explicit(const FabricPlan& plan);
+  void add_vertices(int leaves, int spines, int cores, const std::vector<int>& switch_group);
+  void add_host_links();
+  void finish_graph();
+  void load_host_states();
 
   ClusterSpec cluster_;
   FabricSpec spec_;
@@ -134,6 +181,13 @@ class Fabric {
   std::vector<Cable> cables_;
   std::vector<int> nic_leaf_;
   std::vector<int> nic_endpoint_;
+  std::vector<CableId> nic_cable_;
+  std::vector<int> leaf_rail_;
+  std::vector<std::string> host_names_;
+  std::vector<HostState> host_state_;
+  std::vector<int> next_port_;  ///< per switch vertex: next free port (generated fabrics)
+  FabricPlan plan_;
+  bool explicit_ = false;
   Graph graph_;
   int first_nic_ = 0, first_nvswitch_ = 0, first_leaf_ = 0, first_spine_ = 0, first_core_ = 0;
   int first_leaf_cable_ = 0, first_spine_cable_ = 0;

@@ -10,7 +10,9 @@
 namespace twin::topology {
 
 Router::Router(const Fabric& fabric, const FabricState* state, RoutingMode mode, std::uint64_t seed)
-    : fabric_(&fabric), state_(state), mode_(mode), seed_(seed) {}
+    : fabric_(&fabric), state_(state), mode_(mode), seed_(seed) {
+  if (fabric.is_explicit()) updown_ = std::make_shared<const UpDownRouting>(fabric, state);
+}
 
 Router::Router(const Fabric& fabric, const FabricState* state)
     : Router(fabric, state, fabric.spec().routing, fabric.spec().routing_seed) {}
@@ -110,6 +112,8 @@ Route Router::nic_route(int src_nic, int dst_nic, std::uint64_t flow_label) cons
                       fmt::format("NIC index out of range [0, {})", f.nic_count()));
   Route route;
   if (src_nic == dst_nic) return route;
+  if (!f.nic_present(src_nic)) unreachable(src_nic, dst_nic, "the source NIC has no cable");
+  if (!f.nic_present(dst_nic)) unreachable(src_nic, dst_nic, "the destination NIC has no cable");
 
   const Cable& src_cable = f.cable(f.nic_cable(src_nic));
   const Cable& dst_cable = f.cable(f.nic_cable(dst_nic));
@@ -118,6 +122,14 @@ Route Router::nic_route(int src_nic, int dst_nic, std::uint64_t flow_label) cons
   const int ls = f.leaf_of_nic(src_nic), ld = f.leaf_of_nic(dst_nic);
 
   append(route, src_cable.up, 1.0);
+  if (updown_ != nullptr) {
+    route.latency_s = f.link(src_cable.up).latency_s + f.link(dst_cable.down).latency_s;
+    route.fabric_hops = 2;
+    if (ls != ld)
+      updown_->route_between_leaves(route, ls, ld, src_nic, dst_nic, mode_, seed_, flow_label);
+    append(route, dst_cable.down, 1.0);
+    return route;
+  }
   if (ls == ld) {
     append(route, dst_cable.down, 1.0);
     route.fabric_hops = 2;

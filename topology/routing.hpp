@@ -20,12 +20,17 @@
 /// deterministic modes take the next usable port after the preferred one (as a subnet manager
 /// re-sweep would), adaptive spreads over the usable ones. If nothing is usable, routing throws
 /// an error naming both endpoints.
+///
+/// An explicit (imported) fabric has no geometry to do this arithmetic on: its routes come from
+/// up/down tables over its real cables and port order (topology/updown.hpp), same modes.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "topology/fabric.hpp"
 #include "topology/fabric_state.hpp"
+#include "topology/updown.hpp"
 
 namespace twin::topology {
 
@@ -69,6 +74,7 @@ class Router {
 
   const Fabric* fabric_;
   const FabricState* state_;
+  std::shared_ptr<const UpDownRouting> updown_;  ///< explicit fabrics only
   RoutingMode mode_;
   std::uint64_t seed_;
 };

@@ -43,6 +43,9 @@ struct ClusterSpec {
   /// 32 GT/s x 16 lanes x 128/130 encoding / 8 = 63 GB/s.
   double pcie_GBps = 63.0;
   double pcie_latency_ns = 200.0;
+  /// Slurm node states (`sinfo -N -h -o "%N %T"`): drained and down hosts are left out of
+  /// placement and of the campaign's spare pool. Empty: every host is up.
+  std::string node_states;
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
   [[nodiscard]] int nics() const { return nodes * nics_per_node; }
@@ -50,6 +53,9 @@ struct ClusterSpec {
 
 struct FabricSpec {
   std::string kind = "fat_tree";
+  /// An `ibnetdiscover` dump of a real fabric. When set, the fabric is imported as it is (hosts,
+  /// switches, cables, their widths and speeds) and the generator's sizes are ignored.
+  std::string file;
   /// Switch tiers: 2 (leaf-spine) or 3 (leaf-spine-core).
   int tiers = 3;
   /// Ports per switch. Quantum-2 QM9700: 64 ports of 400 Gb/s (datasheets.md).

@@ -499,6 +499,22 @@ CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) 
   return rep;
 }
 
+namespace {
+
+/// An imported fabric or one with scheduler node states: the job holds only its own hosts, and
+/// the spare pool is what is left usable (drained, down and adapter-less hosts start out of it).
+void apply_host_pool(const topology::Fabric& fabric, CampaignInputs& in) {
+  if (!fabric.is_explicit() && fabric.usable_host_count() == fabric.cluster().nodes) return;
+  in.gpus_per_node = fabric.cluster().gpus_per_node;
+  in.nics_per_node = fabric.cluster().nics_per_node;
+  in.tiers = fabric.geometry().tiers;
+  in.nodes = (in.gpus + in.gpus_per_node - 1) / in.gpus_per_node;
+  in.recovery.hot_spares =
+      std::max(0, std::min(in.recovery.hot_spares, fabric.usable_host_count() - in.nodes));
+}
+
+}  // namespace
+
 CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& options) {
   const StepReport healthy = simulate_step(scenario, "native", false, options.cancel);
   Scenario slow = scenario;
@@ -519,6 +535,7 @@ CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& opt
   in.host_copy_Bps = scenario.cluster.pcie_GBps * 1e9;
   in.replicas = scenario.parallelism.dp;
   const topology::Fabric fabric(scenario.cluster, scenario.fabric);
+  apply_host_pool(fabric, in);
   in.leaves = fabric.geometry().leaves;
   in.nodes_per_leaf =
       scenario.fabric.rail_optimized

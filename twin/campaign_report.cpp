@@ -9,8 +9,10 @@
 namespace twin::sim {
 
 std::string campaign_text(const Scenario& s, const CampaignReport& r) {
-  std::string out = fmt::format("Training campaign: {} on {} GPUs, {} trials\n", s.model.name,
-                                s.cluster.gpus(), r.trials);
+  // The job's GPUs (the whole cluster unless it runs on part of an imported one).
+  const int gpus = s.parallelism.tp * s.parallelism.pp * s.parallelism.dp;
+  std::string out =
+      fmt::format("Training campaign: {} on {} GPUs, {} trials\n", s.model.name, gpus, r.trials);
   out +=
       fmt::format("failure-free      {:.1f} days ({:.3f} s/step)\n", r.healthy_days, r.step_time_s);
   out += fmt::format("job MTBF          {:.2f} h ({:.1f} interruptions/day simulated)\n",

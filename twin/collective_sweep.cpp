@@ -12,6 +12,7 @@
 #include "core/stats.hpp"
 #include "netsim/collective.hpp"
 #include "topology/fabric.hpp"
+#include "topology/placement.hpp"
 
 namespace twin::sim {
 namespace {
@@ -102,7 +103,12 @@ SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec
       calibrate::load_profile(spec.profile.empty() ? s.cluster.gpu : spec.profile);
   if (spec.sizes.empty()) throw core::Error("--sizes", "", "no sizes to run");
   netsim::CollectiveSimulator sim(fabric, nullptr, profile, netsim::make_engine(spec.engine));
-  const std::vector<std::vector<int>> groups{all_gpus(fabric.gpu_count())};
+  std::vector<std::vector<int>> groups{all_gpus(fabric.gpu_count())};
+  // An imported fabric (or drained hosts): the ranks go to usable hosts (topology/placement.hpp).
+  if (fabric.is_explicit() || fabric.usable_host_count() < fabric.cluster().nodes) {
+    const int ranks = spec.nodes * spec.gpus_per_node;
+    groups = topology::place_job(fabric, ranks).map({all_gpus(ranks)});
+  }
   SweepResult result{spec.op, spec.engine, profile.name, spec.nodes, spec.gpus_per_node, {}};
   for (double size : spec.sizes) {
     const auto r = sim.run(spec.op, spec.algorithm, groups, size);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +35,7 @@ void read_cluster(MapReader r, topology::ClusterSpec& c) {
   r.get("nvlink_latency_ns", c.nvlink_latency_ns);
   r.get("pcie_GBps", c.pcie_GBps);
   r.get("pcie_latency_ns", c.pcie_latency_ns);
+  r.get("node_states", c.node_states);
   r.finish();
   // A profile name must exist even when the scenario never runs a step (fabric-only).
   const bool is_path = c.gpu.find('/') != std::string::npos ||
@@ -47,6 +49,7 @@ void read_cluster(MapReader r, topology::ClusterSpec& c) {
 
 void read_fabric(MapReader r, topology::FabricSpec& f) {
   r.get("kind", f.kind);
+  r.get("file", f.file);
   r.get("tiers", f.tiers);
   r.get("switch_radix", f.switch_radix);
   r.get("switch_port_gbps", f.switch_port_gbps);
@@ -314,6 +317,15 @@ void read_validation(MapReader r, ValidationSpec& v) {
     throw r.error("source", "", "required: where the figure is published (document, table, row)");
 }
 
+/// `fabric.file` and `cluster.node_states` are relative to the scenario file's folder (to the
+/// current folder for the embedded default), so a scenario and its dump travel together.
+std::string relative_to_scenario(const std::string& path, const std::string& source) {
+  if (path.empty() || std::filesystem::path(path).is_absolute() || source.empty() ||
+      source.front() == '<')
+    return path;
+  return (std::filesystem::path(source).parent_path() / path).lexically_normal().string();
+}
+
 }  // namespace
 
 const std::vector<std::string>& validation_families() {
@@ -373,6 +385,8 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   top.get("lesson", s.lesson);
   read_cluster(top.section("cluster"), s.cluster);
   read_fabric(top.section("fabric"), s.fabric);
+  s.fabric.file = relative_to_scenario(s.fabric.file, source);
+  s.cluster.node_states = relative_to_scenario(s.cluster.node_states, source);
   s.has_job = root["model"].IsDefined() && !root["model"].IsNull();
   read_model(top.section("model"), s.model);
   read_parallelism(top.section("parallelism"), s.parallelism);
@@ -458,10 +472,12 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "nvlink_latency_ns" << YAML::Value << c.nvlink_latency_ns;
   out << YAML::Key << "pcie_GBps" << YAML::Value << c.pcie_GBps;
   out << YAML::Key << "pcie_latency_ns" << YAML::Value << c.pcie_latency_ns;
+  if (!c.node_states.empty()) out << YAML::Key << "node_states" << YAML::Value << c.node_states;
   out << YAML::EndMap;
   const auto& f = s.fabric;
   out << YAML::Key << "fabric" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "kind" << YAML::Value << f.kind;
+  if (!f.file.empty()) out << YAML::Key << "file" << YAML::Value << f.file;
   out << YAML::Key << "tiers" << YAML::Value << f.tiers;
   out << YAML::Key << "switch_radix" << YAML::Value << f.switch_radix;
   out << YAML::Key << "switch_port_gbps" << YAML::Value << f.switch_port_gbps;

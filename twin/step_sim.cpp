@@ -15,6 +15,7 @@
 #include "core/text.hpp"
 #include "netsim/collective.hpp"
 #include "topology/fabric.hpp"
+#include "topology/placement.hpp"
 #include "workload/step_program.hpp"
 
 namespace twin::sim {
@@ -268,7 +269,12 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
   const auto& t = scenario.training;
   const topology::Fabric fabric(scenario.cluster, scenario.fabric);
   const calibrate::Profile profile = calibrate::load_profile(scenario.cluster.gpu);
-  Layout layout = workload::make_layout(model, p, t, fabric.gpu_count());
+  // Ranks to GPUs: the identity on a whole generated cluster; on an imported fabric or with
+  // drained nodes, the usable hosts in fabric order (topology/placement.hpp).
+  Layout layout = workload::make_layout(
+      model, p, t, topology::job_ranks(fabric, p.tp * p.cp, p.pp, p.dp));
+  const topology::Placement placement = topology::place_job(fabric, layout.gpus);
+  const bool placed = !placement.identity();
   const workload::KernelCoster coster(profile, t.precision);
   if (t.attention == "flash" && !coster.has_flash())
     throw core::Error("training.attention", t.attention,
@@ -289,7 +295,7 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
     for (int c = 0; c < layout.v; ++c) n += layout.layers(st, c);
     r.stage_layers.push_back(n);
   }
-  r.gpus = fabric.gpu_count();
+  r.gpus = layout.gpus;
   r.micro_batches = layout.micro_batches;
   r.memory = workload::memory_per_gpu(model, p, t, layout);
   r.memory_capacity_GB = profile.hbm_GB.value;
@@ -306,7 +312,7 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
     if (groups.empty() || groups.front().size() < 2 || !(bytes > 0)) return 0.0;
     netsim::CollectiveResult res;
     try {
-      res = net.run(op, scenario.algorithm_for(op), groups, bytes);
+      res = net.run(op, scenario.algorithm_for(op), placed ? placement.map(groups) : groups, bytes);
     } catch (const core::Error& e) {
       if (e.field() != "algorithm") throw;
       throw core::Error("collectives." + op, scenario.algorithm_for(op),
