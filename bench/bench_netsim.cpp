@@ -6,7 +6,9 @@
 #include <map>
 #include <memory>
 
+#include "calibrate/profile.hpp"
 #include "core/rng.hpp"
+#include "netsim/collective.hpp"
 #include "netsim/engine.hpp"
 #include "topology/fabric.hpp"
 #include "topology/routing.hpp"
@@ -81,6 +83,48 @@ BENCHMARK(BM_Engine)
     ->ArgNames({"gpus", "pattern", "simgrid"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+
+/// A whole collective on every GPU of the cluster: a fresh simulator per iteration (planning,
+/// routing, the flow solve, NCCL's model for every algorithm and protocol "auto" considers),
+/// over 4 sizes (the flow solve is cached per phase, as in a sweep).
+void BM_Collective(benchmark::State& state) {
+  const auto gpus = static_cast<int>(state.range(0));
+  const auto op = static_cast<netsim::CollectiveOp>(state.range(1));
+  const bool simgrid = state.range(2) == 1;
+  const Setup& s = setup(gpus);
+  static const calibrate::Profile profile = calibrate::load_profile("h100-sxm");
+  std::vector<int> all(static_cast<std::size_t>(gpus));
+  for (int i = 0; i < gpus; ++i) all[static_cast<std::size_t>(i)] = i;
+  // SimGrid takes one (forced) algorithm: every candidate would be its own engine run.
+  const netsim::Choice choice =
+      simgrid ? netsim::parse_choice(op == netsim::CollectiveOp::sendrecv ? "direct/simple"
+                                                                          : "ring/simple")
+              : netsim::Choice{};
+  double busbw = 0;
+  std::size_t flows = 0;
+  for (auto _ : state) {
+    netsim::CollectiveSimulator sim(*s.fabric, nullptr, profile,
+                                    netsim::make_engine(simgrid ? "simgrid" : "native"));
+    for (double size :
+         {32.0 * (1 << 20), 256.0 * (1 << 20), 1024.0 * (1 << 20), 4096.0 * (1 << 20)}) {
+      const auto r = sim.run(op, choice, {all}, size);
+      busbw = r.busbw_GBps;
+      flows = r.flows;
+    }
+  }
+  state.counters["busbw_4GiB_GBps"] = busbw;
+  state.counters["flows"] = static_cast<double>(flows);
+  state.SetLabel(std::string(simgrid ? "simgrid " : "native ") + std::string(netsim::to_text(op)));
+}
+
+BENCHMARK(BM_Collective)
+    ->Args({4096, static_cast<int>(netsim::CollectiveOp::all_reduce), 0})
+    ->Args({4096, static_cast<int>(netsim::CollectiveOp::all_reduce), 1})
+    ->Args({4096, static_cast<int>(netsim::CollectiveOp::sendrecv), 0})
+    ->Args({4096, static_cast<int>(netsim::CollectiveOp::sendrecv), 1})
+    ->ArgNames({"gpus", "op", "simgrid"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -122,6 +123,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
   int line_no = 0;
   std::string pending_op;
   std::set<std::string> hosts;
+  std::map<std::string, int> ranks_on_host;
   Columns columns;
   bool have_columns = false;
   NcclTestsRun* run = nullptr;
@@ -130,11 +132,15 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
       R"(#\s*Rank\s+(\d+).*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
   static const std::regex annotation(R"((\d+)\s+nodes?\s*x\s*(\d+))");
   static const std::regex avg_line(R"(#\s*Avg bus bandwidth\s*:\s*(\S+))");
+  static const std::regex rank_label(R"(^\s*\d+:\s)");
+  static const std::regex table_complete(R"(#\s*clustertwin annotation:\s*table complete)");
   int annotated_nodes = 0, annotated_gpus = 0;
 
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A launcher's rank label ("0: " from srun --label) before nccl-tests' own text.
+    line = std::regex_replace(line, rank_label, "");
     const auto tokens = split_ws(line);
     if (tokens.empty()) continue;
     if (tokens[0][0] == '#') {
@@ -142,7 +148,13 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
       if (std::regex_search(line, m, device_line)) {
         ++log.ranks;
         hosts.insert(m[2]);
+        ++ranks_on_host[m[2]];
         log.gpu_model = m[3];
+        continue;
+      }
+      if (run != nullptr && std::regex_search(line, table_complete)) {
+        run = nullptr;  // a published table without its closing line, marked so by hand
+        have_columns = false;
         continue;
       }
       if (std::regex_search(line, m, avg_line)) {
@@ -191,9 +203,15 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
       continue;
     }
     // A data row.
-    if (!have_columns || run == nullptr)
+    if (!have_columns || run == nullptr) {
+      // Outside a table, text is the launcher's or NCCL's (mpirun echo, "NCCL version ...",
+      // warnings); a number there is a row without its header.
+      char* end = nullptr;
+      (void)std::strtod(tokens[0].c_str(), &end);
+      if (end == tokens[0].c_str() || *end != '\0') continue;
       throw core::Error(fmt::format("line {}", line_no), tokens[0],
                         "data before a column header (not nccl-tests output?)", source);
+    }
     if (static_cast<int>(tokens.size()) != columns.total)
       throw core::Error(fmt::format("line {}", line_no), line,
                         fmt::format("expected {} columns, found {} (truncated or garbled row)",
@@ -256,13 +274,24 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
                         source);
     if (r.op.empty()) infer_op(r, source);
   }
-  if (!hosts.empty()) {
-    log.nodes = static_cast<int>(hosts.size());
-    log.gpus_per_node = log.ranks / log.nodes;
-  } else if (annotated_nodes > 0) {
+  if (annotated_nodes > 0) {
+    // An explicit "N nodes x G" annotation wins over a device block that was cut short.
     log.nodes = annotated_nodes;
     log.gpus_per_node = annotated_gpus;
     log.ranks = annotated_nodes * annotated_gpus;
+  } else if (!hosts.empty()) {
+    // One scale per log: nodes x GPUs per node only means something when every host runs the
+    // same number of ranks.
+    const auto& [first_host, first_count] = *ranks_on_host.begin();
+    for (const auto& [host, count] : ranks_on_host)
+      if (count != first_count)
+        throw core::Error("# Using devices", host,
+                          fmt::format("hosts run different numbers of ranks ({} on {}, {} on {}): "
+                                      "a log must come from one scale (nodes x GPUs per node)",
+                                      first_count, first_host, count, host),
+                          source);
+    log.nodes = static_cast<int>(hosts.size());
+    log.gpus_per_node = log.ranks / log.nodes;
   }
   return log;
 }

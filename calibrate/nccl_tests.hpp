@@ -8,6 +8,11 @@
 /// all_gather_perf"), and `# Avg bus bandwidth` lines. A row that is cut short or holds
 /// something that is not a number is an error naming the line; so is a file that ends without
 /// the `# Avg bus bandwidth` line that closes every nccl-tests run (a truncated log).
+/// Text outside a table (launcher echo, "NCCL version", warnings) and srun rank labels ("0: ")
+/// are skipped. Hand annotations in comments: "N nodes x G" gives the scale (and wins over a
+/// device block whose rank lines were elided); "clustertwin annotation: table complete" closes
+/// a table published without its closing line. Hosts running different numbers of ranks are
+/// an error (a log has one scale).
 
 #include <optional>
 #include <string>

@@ -73,6 +73,7 @@ class ObjectReader {
     }
   }
   const std::string& path() const { return path_; }
+  const std::string& source() const { return source_; }
 
  private:
   const json& j_;
@@ -93,6 +94,97 @@ void require_positive(const Figure& f, const std::string& field, const std::stri
 void require_fraction(const Figure& f, const std::string& field, const std::string& source) {
   if (!(f.value > 0 && f.value <= 1.0))
     throw core::Error(field, fmt::format("{}", f.value), "must be within (0, 1]", source);
+}
+
+NcclFigures::ByProtocol read_by_protocol(ObjectReader r, const json& j) {
+  NcclFigures::ByProtocol out;
+  for (const auto& [protocol, value] : j.items()) {
+    const double v = r.number(protocol, 0, true);
+    if (!(v >= 0)) throw r.error(protocol, "must be a non-negative number");
+    out[protocol] = v;
+  }
+  r.finish();
+  return out;
+}
+
+NcclFigures::ByAlgorithm read_by_algorithm(ObjectReader r, const json& j) {
+  NcclFigures::ByAlgorithm out;
+  for (const auto& [algorithm, protocols] : j.items())
+    out[algorithm] = read_by_protocol(r.object(algorithm), protocols);
+  r.finish();
+  return out;
+}
+
+/// The "nccl" section: NCCL's tuning tables by name (validated against netsim's vocabulary
+/// when a simulator builds its model from them).
+NcclFigures read_nccl(ObjectReader r) {
+  NcclFigures n;
+  n.version = r.text("version");
+  n.source = r.text("source");
+  n.base_latency_us = read_by_algorithm(r.object("base_latency_us"), r.require("base_latency_us"));
+  {
+    ObjectReader hops = r.object("hop_latency_us");
+    for (const auto& [hop, algorithms] : r.require("hop_latency_us").items())
+      n.hop_latency_us[hop] = read_by_algorithm(hops.object(hop), algorithms);
+    hops.finish();
+  }
+  n.bandwidth_factor =
+      read_by_algorithm(r.object("bandwidth_factor"), r.require("bandwidth_factor"));
+  n.payload_efficiency =
+      read_by_protocol(r.object("payload_efficiency"), r.require("payload_efficiency"));
+  const json& ll = r.require("ll_max_busbw_GBps");
+  if (!ll.is_array() || ll.size() != 3)
+    throw r.error("ll_max_busbw_GBps", "expected 3 numbers: 1 node, 2 nodes, more nodes");
+  for (const auto& v : ll) {
+    if (!v.is_number() || !(v.get<double>() > 0))
+      throw r.error("ll_max_busbw_GBps", "expected positive numbers");
+    n.ll_max_busbw_GBps.push_back(v.get<double>());
+  }
+  if (const json* tree = r.find("tree_size_factor")) {
+    ObjectReader t(*tree, r.path() + ".tree_size_factor", r.source());
+    for (const auto& [protocol, values] : tree->items()) {
+      if (!values.is_array()) throw t.error(protocol, "expected a list of factors");
+      for (const auto& v : values) {
+        if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 1))
+          throw t.error(protocol, "factors must be within (0, 1]");
+        n.tree_size_factor[protocol].push_back(v.get<double>());
+      }
+    }
+  }
+  n.net_overhead_us = r.number("net_overhead_us", 0, true);
+  n.ring_plateau_factor = r.number("ring_plateau_factor", 1, true);
+  n.channels = r.number("channels", 0, true);
+  if (!(n.channels >= 1)) throw r.error("channels", "must be at least 1");
+  n.p2p_channel_GBps = r.number("p2p_channel_GBps", 0, false);
+  n.p2p_channels = r.number("p2p_channels", 0, false);
+  if (const json* fitted = r.find("fitted")) {
+    if (!fitted->is_object()) throw r.error("fitted", "expected an object of provenance texts");
+    for (const auto& [cell, text] : fitted->items()) {
+      if (!text.is_string()) throw r.error("fitted." + cell, "expected text");
+      n.fitted[cell] = text.get<std::string>();
+    }
+  }
+  r.finish();
+  return n;
+}
+
+json nccl_json(const NcclFigures& n) {
+  json j;
+  j["version"] = n.version;
+  j["source"] = n.source;
+  j["base_latency_us"] = n.base_latency_us;
+  j["hop_latency_us"] = n.hop_latency_us;
+  j["bandwidth_factor"] = n.bandwidth_factor;
+  j["payload_efficiency"] = n.payload_efficiency;
+  j["ll_max_busbw_GBps"] = n.ll_max_busbw_GBps;
+  if (!n.tree_size_factor.empty()) j["tree_size_factor"] = n.tree_size_factor;
+  j["net_overhead_us"] = n.net_overhead_us;
+  j["ring_plateau_factor"] = n.ring_plateau_factor;
+  j["channels"] = n.channels;
+  if (n.p2p_channel_GBps > 0) j["p2p_channel_GBps"] = n.p2p_channel_GBps;
+  if (n.p2p_channels > 0) j["p2p_channels"] = n.p2p_channels;
+  if (!n.fitted.empty()) j["fitted"] = n.fitted;
+  return j;
 }
 
 }  // namespace
@@ -125,28 +217,51 @@ double Profile::nic_payload_Bps() const {
 
 const CollectiveCurve* Profile::find_curve(const std::string& op, const std::string& algorithm,
                                            const std::string& scope, double size_bytes) const {
+  return find_curve(op, algorithm, "", scope, size_bytes, 0);
+}
+
+const CollectiveCurve* Profile::find_curve(const std::string& op, const std::string& algorithm,
+                                           const std::string& protocol, const std::string& scope,
+                                           double size_bytes, int nodes) const {
+  // Fitted curves (measured at a scale) win over unfitted ones; among them the nearest scale
+  // (in log nodes), then the nearest size range (in log size).
   const CollectiveCurve* best = nullptr;
-  double best_distance = 0;
+  double best_scale = 0, best_size = 0;
+  bool best_fitted = false;
   for (const auto& c : collectives) {
     if (c.op != op || c.algorithm != algorithm || c.scope != scope) continue;
-    // Distance (in log size) from the curve's fitted range; 0 inside it or for "any size".
-    double distance = 0;
+    if (!protocol.empty() && c.protocol != protocol) continue;
+    const bool fitted = c.nodes > 0;
+    const double scale =
+        fitted && nodes > 0 ? std::abs(std::log(static_cast<double>(c.nodes) / nodes)) : 0.0;
+    double size = 0;  // 0 inside the fitted range or for "any size"
     if (c.max_bytes > 0 && size_bytes > 0) {
-      if (size_bytes < c.min_bytes) distance = std::log(c.min_bytes / size_bytes);
-      if (size_bytes > c.max_bytes) distance = std::log(size_bytes / c.max_bytes);
+      if (size_bytes < c.min_bytes) size = std::log(c.min_bytes / size_bytes);
+      if (size_bytes > c.max_bytes) size = std::log(size_bytes / c.max_bytes);
     }
-    if (best == nullptr || distance < best_distance) {
+    const bool better =
+        best == nullptr || (fitted && !best_fitted) ||
+        (fitted == best_fitted && (scale < best_scale - 1e-12 ||
+                                   (std::abs(scale - best_scale) <= 1e-12 && size < best_size)));
+    if (better) {
       best = &c;
-      best_distance = distance;
+      best_scale = scale;
+      best_size = size;
+      best_fitted = fitted;
     }
   }
+  if (best == nullptr && !protocol.empty() && protocol != "simple")
+    return find_curve(op, algorithm, "simple", scope, size_bytes, nodes);
   return best;
 }
 
 void Profile::replace_curves(const std::vector<CollectiveCurve>& curves) {
   for (const auto& c : curves) {
     std::erase_if(collectives, [&](const CollectiveCurve& old) {
-      return old.op == c.op && old.algorithm == c.algorithm && old.scope == c.scope;
+      // Curves fitted at other scales stay: each scale keeps its own measurement.
+      return old.op == c.op && old.algorithm == c.algorithm && old.protocol == c.protocol &&
+             old.scope == c.scope &&
+             (old.nodes == 0 || (old.nodes == c.nodes && old.gpus_per_node == c.gpus_per_node));
     });
   }
   collectives.insert(collectives.end(), curves.begin(), curves.end());
@@ -224,10 +339,13 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
     CollectiveCurve c;
     c.op = r.text("op");
     c.algorithm = r.text("algorithm");
+    if (r.find("protocol") != nullptr) c.protocol = r.text("protocol");
+    if (c.protocol != "ll" && c.protocol != "ll128" && c.protocol != "simple")
+      throw r.error("protocol", "must be \"ll\", \"ll128\" or \"simple\"");
     c.scope = r.text("scope");
     if (c.scope != "intra_node" && c.scope != "inter_node")
       throw r.error("scope", "must be \"intra_node\" or \"inter_node\"");
-    c.latency_us = r.figure("latency_us");
+    c.latency_us = r.figure("latency_us", false);
     c.efficiency = r.figure("efficiency");
     c.bus_bandwidth_GBps = r.figure("bus_bandwidth_GBps", false);
     c.min_bytes = r.number("min_bytes", 0, false);
@@ -251,6 +369,7 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
       throw r.error("efficiency", "must be within (0, 1.5]");
     p.collectives.push_back(std::move(c));
   }
+  if (top.find("nccl") != nullptr) p.nccl = read_nccl(top.object("nccl"));
   top.finish();
   return p;
 }
@@ -279,11 +398,11 @@ std::string to_json(const Profile& p) {
   j["overlap"] = {{"compute_slowdown", figure_json(p.overlap_compute_slowdown)}};
   json curves = json::array();
   for (const auto& c : p.collectives) {
-    json cj = {{"op", c.op},
-               {"algorithm", c.algorithm},
-               {"scope", c.scope},
-               {"latency_us", figure_json(c.latency_us)},
-               {"efficiency", figure_json(c.efficiency)}};
+    json cj = {{"op", c.op}, {"algorithm", c.algorithm}};
+    if (c.protocol != "simple") cj["protocol"] = c.protocol;
+    cj["scope"] = c.scope;
+    if (!c.latency_us.source.empty()) cj["latency_us"] = figure_json(c.latency_us);
+    cj["efficiency"] = figure_json(c.efficiency);
     if (!c.bus_bandwidth_GBps.source.empty())
       cj["bus_bandwidth_GBps"] = figure_json(c.bus_bandwidth_GBps);
     if (c.max_bytes > 0) {
@@ -304,6 +423,7 @@ std::string to_json(const Profile& p) {
   }
   j["collectives"] = curves;
   if (p.kernels.present) j["kernels"] = json::parse(detail::kernel_profile_json(p.kernels));
+  if (p.nccl) j["nccl"] = nccl_json(*p.nccl);
   return j.dump(2) + "\n";
 }
 

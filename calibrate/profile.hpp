@@ -37,17 +37,48 @@ struct FitQuality {
   int points = 0;
 };
 
-/// A collective's latency-bandwidth curve for one algorithm at one scope.
+/// A collective's measured correction for one algorithm and protocol at one scope.
+///
+/// `efficiency` is the achieved fraction of the link-limited bandwidth (NVLink protocol
+/// overhead, NIC payload efficiency, pipeline losses). `latency_us`, when the curve was fitted
+/// (source non-empty, `nodes` > 0), is the whole latency measured at that scale; the simulator
+/// carries it to another scale with NCCL's step model (netsim/nccl_model.hpp): the latency there
+/// is latency_us + L_model(there) - L_model(here). Unfitted curves carry no latency: NCCL's
+/// model gives it.
 struct CollectiveCurve {
   std::string op;         ///< all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast
-  std::string algorithm;  ///< ring, tree, nvls, sharp, pairwise, pxn, direct ...
-  std::string scope;      ///< intra_node or inter_node
-  Figure latency_us;      ///< fixed cost per call
-  Figure efficiency;      ///< achieved / link-limited bus bandwidth
-  Figure bus_bandwidth_GBps;            ///< saturation bus bandwidth where measured (0 if not)
+  std::string algorithm;  ///< ring, tree, nvls, nvls_tree, sharp, pat, pairwise, pxn, direct ...
+  std::string protocol = "simple";  ///< ll, ll128 or simple
+  std::string scope;                ///< intra_node or inter_node
+  Figure latency_us;                ///< measured latency at `nodes` x `gpus_per_node` (optional)
+  Figure efficiency;                ///< achieved / link-limited bus bandwidth
+  Figure bus_bandwidth_GBps;        ///< saturation bus bandwidth where measured (0 if not)
   double min_bytes = 0, max_bytes = 0;  ///< size range the curve was fitted on (0: any)
   int nodes = 0, gpus_per_node = 0;     ///< scale it was measured at (0: not measured)
   std::optional<FitQuality> fit;
+};
+
+/// NCCL's own cost model as tables (src/graph/tuning.cc), keyed by names as in the JSON; netsim
+/// turns them into enum-indexed arrays (netsim/nccl_model.hpp) and rejects unknown names there.
+/// A cell that is absent means the protocol is not available for that algorithm.
+struct NcclFigures {
+  std::string version;  ///< the NCCL release the constants come from
+  std::string source;
+  using ByProtocol = std::map<std::string, double>;
+  using ByAlgorithm = std::map<std::string, ByProtocol>;
+  ByAlgorithm base_latency_us;  ///< [algorithm][protocol]
+  std::map<std::string, ByAlgorithm>
+      hop_latency_us;                     ///< [nvlink|pcie|network][algorithm][protocol]
+  ByAlgorithm bandwidth_factor;           ///< NCCL's per-algorithm/protocol refinements
+  ByProtocol payload_efficiency;          ///< data bytes per byte on the wire
+  std::vector<double> ll_max_busbw_GBps;  ///< LL cap at 1, 2, >2 nodes
+  std::map<std::string, std::vector<double>> tree_size_factor;  ///< [protocol][log2(bytes/64)]
+  double net_overhead_us = 0;      ///< per network step CPU proxy overhead
+  double ring_plateau_factor = 1;  ///< NCCL's multi-node ring Simple latency multiplier
+  double channels = 0;             ///< collective channels NCCL opens
+  double p2p_channel_GBps = 0;     ///< one p2p channel's network throughput (0: not limited)
+  double p2p_channels = 0;         ///< channels NCCL spreads p2p operations over
+  std::map<std::string, std::string> fitted;  ///< "network.ring.simple" -> provenance of a fit
 };
 
 struct Profile {
@@ -65,6 +96,7 @@ struct Profile {
   std::vector<CollectiveCurve> collectives;
   /// Kernel cost model figures (SMs, GEMM tiles, attention, HBM, launch, NCCL footprint).
   KernelProfile kernels;
+  std::optional<NcclFigures> nccl;  ///< NCCL's cost model; absent: curves alone (legacy)
 
   /// Achievable dense GEMM throughput fraction for an (M x K) x (K x N) product.
   [[nodiscard]] double gemm_efficiency(double m, double n, double k) const;
@@ -79,7 +111,17 @@ struct Profile {
                                                   const std::string& algorithm,
                                                   const std::string& scope,
                                                   double size_bytes = 0) const;
-  /// Replaces every curve of the (op, algorithm, scope) of `curves` with `curves`.
+  /// The same for one protocol and scale: the protocol's own curve, else the Simple curve (the
+  /// path efficiency every protocol shares), else null. Curves fitted at a scale win over
+  /// unfitted ones; among fitted curves the one measured nearest `nodes` (0: any), then the one
+  /// whose size range is nearest.
+  [[nodiscard]] const CollectiveCurve* find_curve(const std::string& op,
+                                                  const std::string& algorithm,
+                                                  const std::string& protocol,
+                                                  const std::string& scope, double size_bytes,
+                                                  int nodes) const;
+  /// Replaces the curves of the (op, algorithm, protocol, scope) of `curves` that are unfitted
+  /// or fitted at the same scale with `curves`.
   void replace_curves(const std::vector<CollectiveCurve>& curves);
 };
 

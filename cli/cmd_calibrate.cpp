@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/text.hpp"
 #include "netsim/collective.hpp"
+#include "twin/collective_fit.hpp"
 #include "twin/collective_sweep.hpp"
 
 namespace twin::cli {
@@ -25,51 +26,27 @@ struct FitArgs {
   std::string op;
   std::string name;
   calibrate::FitOptions options;
+  std::string scenario_path;
+  std::vector<std::string> overrides;
 };
-
-std::string size_text(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  return fmt::format("{:g} {}", bytes, units[u]);
-}
 
 int run_fit(const FitArgs& args) {
   if (args.logs.empty() && args.raw.empty())
     throw core::Error("logs", "", "give nccl-tests logs and/or --raw calibration.h5 files to fit");
   calibrate::Profile profile = calibrate::load_profile(args.base);
   if (!args.name.empty()) profile.name = args.name;
-  // Every log is read and checked before anything is fitted or printed.
   std::vector<calibrate::NcclTestsLog> logs;
+  // Every log is read and checked before anything is fitted or printed.
   for (const auto& path : args.logs) {
     logs.push_back(calibrate::read_nccl_tests(path, args.op));
     for (const auto& warning : logs.back().warnings) fmt::print(stderr, "warning: {}\n", warning);
-    if (!args.options.algorithm.empty())
-      for (const auto& run : logs.back().runs) {
-        const auto valid = netsim::algorithms_for(run.op);
-        if (std::find(valid.begin(), valid.end(), args.options.algorithm) == valid.end())
-          throw core::Error("--algo", args.options.algorithm,
-                            "not an algorithm for " + run.op +
-                                "; valid: " + core::quoted_list(valid) +
-                                core::did_you_mean(args.options.algorithm, valid));
-      }
   }
-  fmt::print("{:<15}{:<7}{:>8}  {:<21}{:>11}{:>11}{:>7}{:>8}{:>9}{:>9}\n", "op", "algo", "scale",
-             "sizes", "lat (us)", "busbw GB/s", "eff", "R^2", "med err", "LOO err");
-  for (const auto& log : logs) {
-    for (const auto& run : calibrate::fit_log_into(log, profile, args.options)) {
-      for (const auto& seg : run.segments) {
-        const auto& q = seg.fit.quality;
-        fmt::print("{:<15}{:<7}{:>8}  {:<21}{:>11.2f}{:>11.1f}{:>7.3f}{:>8.4f}{:>8.1f}%{:>8.1f}%\n",
-                   run.op, seg.curve.algorithm, fmt::format("{}x{}", run.nodes, run.gpus_per_node),
-                   size_text(seg.fit.min_bytes) + "-" + size_text(seg.fit.max_bytes),
-                   seg.fit.latency_us, seg.fit.bus_bandwidth_GBps, seg.curve.efficiency.value, q.r2,
-                   q.median_abs_error_pct, q.loo_median_abs_error_pct);
-      }
-    }
+  if (!logs.empty()) {
+    // Every log at its own scale, all together: latencies per hop from the scales, efficiencies
+    // per scale, through NCCL's cost model and the flow engine.
+    const sim::Scenario scenario = sim::load_scenario(args.scenario_path, args.overrides);
+    const sim::CollectiveFit fit = sim::fit_collectives(scenario, logs, profile, args.options);
+    fmt::print("{}", sim::fit_table(fit));
   }
   for (const auto& path : args.raw) {
     const calibrate::RawCalibration raw = calibrate::read_raw_hdf5(path);
@@ -144,7 +121,8 @@ Action add_calibrate(CLI::App& app) {
   fit->add_option("--op", fit_args->op,
                   "Collective of runs the log does not name (e.g. all_reduce)");
   fit->add_option("--algo", fit_args->options.algorithm,
-                  "Algorithm the runs used (default: attributed from the bandwidth reached)");
+                  "Algorithm (or ALGORITHM/PROTOCOL) the runs used (default: what NCCL's tuner "
+                  "would pick per size)");
   fit->add_option("--nodes", fit_args->options.nodes,
                   "Nodes the log ran on (default: from the log)")
       ->check(whole_number(1, 1u << 20));
@@ -153,6 +131,11 @@ Action add_calibrate(CLI::App& app) {
       ->check(whole_number(1, 1024));
   fit->add_option("--measured-on", fit_args->options.measured_on,
                   "Provenance note stored with each fitted value (date, cluster)");
+  fit->add_option("--scenario", fit_args->scenario_path,
+                  "Scenario whose fabric the logs ran on (default: embedded)")
+      ->check(CLI::ExistingFile);
+  fit->add_option("--set", fit_args->overrides,
+                  "Override a scenario field, e.g. cluster.nic_gbps=200 (repeatable)");
 
   auto cmp = std::make_shared<CompareArgs>();
   auto* compare = cmd->add_subcommand(

@@ -34,8 +34,12 @@ GroupShape shape_of(const topology::Fabric& fabric, const std::vector<int>& grou
   return s;
 }
 
-std::string scope_of(const GroupShape& s) {
-  return s.nodes.size() > 1 ? "inter_node" : "intra_node";
+Scope scope_of(const GroupShape& s) {
+  return s.nodes.size() > 1 ? Scope::inter_node : Scope::intra_node;
+}
+
+GroupScale scale_of(const GroupShape& s, std::size_t ranks) {
+  return {static_cast<int>(ranks), static_cast<int>(s.nodes.size()), true};
 }
 
 void add_ring(std::vector<Transfer>& out, const std::vector<int>& order, double edge_bytes) {
@@ -64,12 +68,14 @@ std::vector<std::vector<int>> rail_rings(const topology::Fabric& fabric, const G
   return rings;
 }
 
-Phase ring_phase(const topology::Fabric& fabric, const std::string& op,
-                 const std::vector<std::vector<int>>& groups, double bytes) {
-  Phase phase{op, "ring", "", {}};
+Phase ring_phase(const topology::Fabric& fabric, CollectiveOp op,
+                 const std::vector<std::vector<int>>& groups, double bytes,
+                 Algorithm algorithm = Algorithm::ring) {
+  Phase phase{op, algorithm, Scope::intra_node, {}, {}};
   for (const auto& group : groups) {
     const GroupShape s = shape_of(fabric, group);
     phase.scope = scope_of(s);
+    phase.scale = scale_of(s, group.size());
     const double total = busbw_factor(op, static_cast<int>(group.size())) * bytes;
     if (s.whole_nodes && s.nodes.size() > 1) {
       const auto rings = rail_rings(fabric, s);
@@ -82,186 +88,222 @@ Phase ring_phase(const topology::Fabric& fabric, const std::string& op,
   return phase;
 }
 
-void require_whole_nodes(const GroupShape& s, const std::string& algorithm, bool multi_node) {
+void require_whole_nodes(const GroupShape& s, Algorithm algorithm, bool multi_node) {
+  const std::string name(to_text(algorithm));
   if (!s.whole_nodes)
-    throw core::Error("algorithm", algorithm,
+    throw core::Error("algorithm", name,
                       "needs groups made of whole nodes (every GPU of each node in the group)");
   if (multi_node && s.nodes.size() < 2)
-    throw core::Error("algorithm", algorithm, "works across nodes; this group is inside one node");
+    throw core::Error("algorithm", name, "works across nodes; this group is inside one node");
 }
 
-Plan make_plan(const topology::Fabric& fabric, const std::string& op, const std::string& algo,
+/// NVLS inside each node: every GPU moves bytes (G+1)/G up to and down from its NVSwitch.
+void add_nvls(std::vector<Transfer>& out, const std::vector<int>& gpus, double bytes) {
+  const double n = static_cast<double>(gpus.size());
+  for (int g : gpus) {
+    out.push_back({Kind::to_switch, g, -1, bytes * (n + 1) / n});
+    out.push_back({Kind::from_switch, -1, g, bytes * (n + 1) / n});
+  }
+}
+
+/// NCCL's double binary tree over the nodes of a group, one channel per rail, each tree
+/// carrying `share` of every rail's data up (reduce) and down (broadcast) at once. Tree 1 is
+/// heap-ordered on node positions; tree 2 the same on positions shifted by one, so the leaves
+/// of one are interior nodes of the other.
+void add_double_tree(std::vector<Transfer>& out, const GroupShape& s, int per, double share) {
+  const int m = static_cast<int>(s.nodes.size());
+  for (int tree = 0; tree < 2; ++tree)
+    for (int pos = 1; pos < m; ++pos) {
+      const int child = s.nodes[(pos + tree) % m], parent = s.nodes[((pos - 1) / 2 + tree) % m];
+      for (int c = 0; c < per; ++c) {
+        out.push_back({Kind::gpu_to_gpu, child * per + c, parent * per + c, share});
+        out.push_back({Kind::gpu_to_gpu, parent * per + c, child * per + c, share});
+      }
+    }
+}
+
+Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
                const std::vector<std::vector<int>>& groups, double bytes) {
   const int per = fabric.cluster().gpus_per_node;
-  Plan plan{op,
-            algo,
-            static_cast<int>(groups.front().size()),
-            static_cast<int>(shape_of(fabric, groups.front()).nodes.size()),
-            bytes,
-            {}};
-  const bool reduction = op == "all_reduce";
-  if (algo == "ring" && (reduction || op == "all_gather" || op == "reduce_scatter")) {
-    plan.phases.push_back(ring_phase(fabric, op, groups, bytes));
-  } else if (algo == "ring" && op == "broadcast") {
-    Phase phase{op, "ring", "", {}};
-    for (const auto& group : groups) {
-      phase.scope = scope_of(shape_of(fabric, group));
-      for (std::size_t i = 0; i + 1 < group.size(); ++i)
-        phase.transfers.push_back({Kind::gpu_to_gpu, group[i], group[i + 1], bytes});
-    }
-    plan.phases.push_back(std::move(phase));
-  } else if (algo == "nvls" && reduction) {
-    Phase phase{op, "nvls", "intra_node", {}};
-    for (const auto& group : groups) {
-      if (shape_of(fabric, group).nodes.size() != 1)
-        throw core::Error(
-            "algorithm", algo,
-            "NVLS reduces inside one NVSwitch domain; across nodes use sharp, tree or ring");
-      const double n = static_cast<double>(group.size());
-      for (int g : group) {
-        phase.transfers.push_back({Kind::to_switch, g, -1, bytes * (n + 1) / n});
-        phase.transfers.push_back({Kind::from_switch, -1, g, bytes * (n + 1) / n});
+  const GroupShape first = shape_of(fabric, groups.front());
+  Plan plan{
+      op,    algo, static_cast<int>(groups.front().size()), static_cast<int>(first.nodes.size()),
+      bytes, {}};
+  const auto& valid = algorithms_for(op);
+  if (std::find(valid.begin(), valid.end(), algo) == valid.end()) {
+    const auto names = algorithm_names_for(op);
+    throw core::Error(
+        "algorithm", std::string(to_text(algo)),
+        fmt::format("not an algorithm for {}; valid: {}", to_text(op), core::quoted_list(names)));
+  }
+  auto new_phase = [&](Algorithm a, Scope scope, const GroupShape& s, std::size_t ranks) {
+    return Phase{op, a, scope, scale_of(s, ranks), {}};
+  };
+  switch (algo) {
+    case Algorithm::ring:
+      if (op == CollectiveOp::broadcast) {
+        Phase phase = new_phase(algo, scope_of(first), first, groups.front().size());
+        for (const auto& group : groups)
+          for (std::size_t i = 0; i + 1 < group.size(); ++i)
+            phase.transfers.push_back({Kind::gpu_to_gpu, group[i], group[i + 1], bytes});
+        plan.phases.push_back(std::move(phase));
+      } else {
+        plan.phases.push_back(ring_phase(fabric, op, groups, bytes));
       }
+      break;
+    case Algorithm::pat: {
+      // One GPU per node (where NCCL uses PAT): the ring's bytes per rank, log2(n) steps.
+      for (const auto& group : groups)
+        if (shape_of(fabric, group).nodes.size() != group.size())
+          throw core::Error("algorithm", "pat",
+                            "NCCL uses PAT only with one GPU per node in the group");
+      plan.phases.push_back(ring_phase(fabric, op, groups, bytes, Algorithm::pat));
+      break;
     }
-    plan.phases.push_back(std::move(phase));
-  } else if (algo == "sharp" && reduction) {
-    Phase phase{op, "sharp", "inter_node", {}};
-    for (const auto& group : groups) {
-      require_whole_nodes(shape_of(fabric, group), algo, true);
-      for (int g : group) {
-        const double intra = bytes * (per + 1) / per;
-        phase.transfers.push_back({Kind::to_switch, g, -1, intra});
-        phase.transfers.push_back({Kind::from_switch, -1, g, intra});
-        phase.transfers.push_back({Kind::to_leaf, g, -1, bytes / per});
-        phase.transfers.push_back({Kind::from_leaf, -1, g, bytes / per});
+    case Algorithm::nvls: {
+      Phase phase = new_phase(algo, Scope::intra_node, first, groups.front().size());
+      for (const auto& group : groups) {
+        if (shape_of(fabric, group).nodes.size() != 1)
+          throw core::Error(
+              "algorithm", "nvls",
+              "NVLS reduces inside one NVSwitch domain; across nodes use nvls_tree, sharp, tree "
+              "or ring");
+        add_nvls(phase.transfers, group, bytes);
       }
+      plan.phases.push_back(std::move(phase));
+      break;
     }
-    plan.phases.push_back(std::move(phase));
-  } else if (algo == "tree" && reduction) {
-    Phase phase{op, "tree", "inter_node", {}};
-    for (const auto& group : groups) {
-      const GroupShape s = shape_of(fabric, group);
-      require_whole_nodes(s, algo, true);
-      const int m = static_cast<int>(s.nodes.size());
-      const double share = bytes / (2.0 * per);  // each tree carries half, one channel per rail
-      for (int tree = 0; tree < 2; ++tree) {
-        for (int pos = 1; pos < m; ++pos) {
-          // Tree 1 is heap-ordered on node positions; tree 2 the same on positions shifted by
-          // one, so the leaves of one are interior nodes of the other.
-          const int child = s.nodes[(pos + tree) % m], parent = s.nodes[((pos - 1) / 2 + tree) % m];
-          for (int c = 0; c < per; ++c) {
-            phase.transfers.push_back({Kind::gpu_to_gpu, child * per + c, parent * per + c, share});
-            phase.transfers.push_back({Kind::gpu_to_gpu, parent * per + c, child * per + c, share});
-          }
+    case Algorithm::nvls_tree: {
+      Phase phase = new_phase(algo, Scope::inter_node, first, groups.front().size());
+      for (const auto& group : groups) {
+        const GroupShape s = shape_of(fabric, group);
+        require_whole_nodes(s, algo, true);
+        add_nvls(phase.transfers, group, bytes);
+        add_double_tree(phase.transfers, s, per, bytes / (2.0 * per));
+      }
+      plan.phases.push_back(std::move(phase));
+      break;
+    }
+    case Algorithm::sharp: {
+      Phase phase = new_phase(algo, Scope::inter_node, first, groups.front().size());
+      for (const auto& group : groups) {
+        require_whole_nodes(shape_of(fabric, group), algo, true);
+        add_nvls(phase.transfers, group, bytes);
+        for (int g : group) {
+          phase.transfers.push_back({Kind::to_leaf, g, -1, bytes / per});
+          phase.transfers.push_back({Kind::from_leaf, -1, g, bytes / per});
         }
       }
-      // Inside each node, a chain per channel reduces toward the rail GPU and broadcasts back.
-      for (int node : s.nodes)
-        for (int c = 0; c < per; ++c)
-          for (int k = 1; k < per; ++k) {
-            const int a = node * per + (c + k) % per, b = node * per + (c + k - 1) % per;
-            phase.transfers.push_back({Kind::gpu_to_gpu, a, b, bytes / per});
-            phase.transfers.push_back({Kind::gpu_to_gpu, b, a, bytes / per});
-          }
+      plan.phases.push_back(std::move(phase));
+      break;
     }
-    plan.phases.push_back(std::move(phase));
-  } else if (algo == "hierarchical" && reduction) {
-    std::vector<std::vector<int>> local, rails;
-    for (const auto& group : groups) {
-      const GroupShape s = shape_of(fabric, group);
-      require_whole_nodes(s, algo, true);
-      for (int node : s.nodes) {
-        std::vector<int> g;
-        for (int i = 0; i < per; ++i) g.push_back(node * per + i);
-        local.push_back(std::move(g));
+    case Algorithm::tree: {
+      Phase phase = new_phase(algo, Scope::inter_node, first, groups.front().size());
+      for (const auto& group : groups) {
+        const GroupShape s = shape_of(fabric, group);
+        require_whole_nodes(s, algo, true);
+        add_double_tree(phase.transfers, s, per, bytes / (2.0 * per));
+        // Inside each node, a chain per channel reduces toward the rail GPU and broadcasts back.
+        for (int node : s.nodes)
+          for (int c = 0; c < per; ++c)
+            for (int k = 1; k < per; ++k) {
+              const int a = node * per + (c + k) % per, b = node * per + (c + k - 1) % per;
+              phase.transfers.push_back({Kind::gpu_to_gpu, a, b, bytes / per});
+              phase.transfers.push_back({Kind::gpu_to_gpu, b, a, bytes / per});
+            }
       }
-      for (int r = 0; r < per; ++r) {
-        std::vector<int> g;
-        for (int node : s.nodes) g.push_back(node * per + r);
-        rails.push_back(std::move(g));
+      plan.phases.push_back(std::move(phase));
+      break;
+    }
+    case Algorithm::hierarchical: {
+      std::vector<std::vector<int>> local, rails;
+      for (const auto& group : groups) {
+        const GroupShape s = shape_of(fabric, group);
+        require_whole_nodes(s, algo, true);
+        for (int node : s.nodes) {
+          std::vector<int> g;
+          for (int i = 0; i < per; ++i) g.push_back(node * per + i);
+          local.push_back(std::move(g));
+        }
+        for (int r = 0; r < per; ++r) {
+          std::vector<int> g;
+          for (int node : s.nodes) g.push_back(node * per + r);
+          rails.push_back(std::move(g));
+        }
       }
+      plan.phases.push_back(ring_phase(fabric, CollectiveOp::reduce_scatter, local, bytes));
+      plan.phases.push_back(ring_phase(fabric, CollectiveOp::all_reduce, rails, bytes / per));
+      plan.phases.push_back(ring_phase(fabric, CollectiveOp::all_gather, local, bytes));
+      break;
     }
-    plan.phases.push_back(ring_phase(fabric, "reduce_scatter", local, bytes));
-    plan.phases.push_back(ring_phase(fabric, "all_reduce", rails, bytes / per));
-    plan.phases.push_back(ring_phase(fabric, "all_gather", local, bytes));
-  } else if (algo == "pairwise" && op == "alltoall") {
-    Phase phase{op, "pairwise", "", {}};
-    for (const auto& group : groups) {
-      phase.scope = scope_of(shape_of(fabric, group));
-      const double chunk = bytes / static_cast<double>(group.size());
-      for (int a : group)
-        for (int b : group)
-          if (a != b) phase.transfers.push_back({Kind::gpu_to_gpu, a, b, chunk});
-    }
-    plan.phases.push_back(std::move(phase));
-  } else if (algo == "pxn" && op == "alltoall") {
-    Phase phase{op, "pairwise", "inter_node", {}};
-    for (const auto& group : groups) {
-      const GroupShape s = shape_of(fabric, group);
-      require_whole_nodes(s, algo, true);
-      const double chunk = bytes / static_cast<double>(group.size());
-      const double m = static_cast<double>(s.nodes.size());
-      for (int node : s.nodes) {
-        // NVLink: to each local GPU h its own chunk plus the chunks bound for rail h elsewhere.
-        for (int g = 0; g < per; ++g)
-          for (int h = 0; h < per; ++h)
-            if (g != h)
-              phase.transfers.push_back(
-                  {Kind::gpu_to_gpu, node * per + g, node * per + h, m * chunk});
-        // NIC r to NIC r: every local GPU's chunk for GPU r of the other node.
-        for (int other : s.nodes)
-          if (other != node)
-            for (int r = 0; r < per; ++r)
-              phase.transfers.push_back(
-                  {Kind::gpu_to_gpu, node * per + r, other * per + r, per * chunk});
+    case Algorithm::pairwise: {
+      Phase phase = new_phase(algo, scope_of(first), first, groups.front().size());
+      for (const auto& group : groups) {
+        const double chunk = bytes / static_cast<double>(group.size());
+        for (int a : group)
+          for (int b : group)
+            if (a != b) phase.transfers.push_back({Kind::gpu_to_gpu, a, b, chunk});
       }
+      plan.phases.push_back(std::move(phase));
+      break;
     }
-    plan.phases.push_back(std::move(phase));
-  } else if (algo == "direct" && op == "sendrecv") {
-    Phase phase{op, "direct", "", {}};
-    for (const auto& group : groups) {
-      phase.scope = scope_of(shape_of(fabric, group));
-      add_ring(phase.transfers, group, bytes);
+    case Algorithm::pxn: {
+      Phase phase = new_phase(Algorithm::pairwise, Scope::inter_node, first, groups.front().size());
+      for (const auto& group : groups) {
+        const GroupShape s = shape_of(fabric, group);
+        require_whole_nodes(s, algo, true);
+        const double chunk = bytes / static_cast<double>(group.size());
+        const double m = static_cast<double>(s.nodes.size());
+        for (int node : s.nodes) {
+          // NVLink: to each local GPU h its own chunk plus the chunks bound for rail h elsewhere.
+          for (int g = 0; g < per; ++g)
+            for (int h = 0; h < per; ++h)
+              if (g != h)
+                phase.transfers.push_back(
+                    {Kind::gpu_to_gpu, node * per + g, node * per + h, m * chunk});
+          // NIC r to NIC r: every local GPU's chunk for GPU r of the other node.
+          for (int other : s.nodes)
+            if (other != node)
+              for (int r = 0; r < per; ++r)
+                phase.transfers.push_back(
+                    {Kind::gpu_to_gpu, node * per + r, other * per + r, per * chunk});
+        }
+      }
+      plan.phases.push_back(std::move(phase));
+      break;
     }
-    plan.phases.push_back(std::move(phase));
-  } else {
-    const auto valid = algorithms_for(op);
-    throw core::Error("algorithm", algo,
-                      fmt::format("not an algorithm for {}; valid: {}{}", op,
-                                  core::quoted_list(valid), core::did_you_mean(algo, valid)));
+    case Algorithm::direct: {
+      Phase phase = new_phase(algo, scope_of(first), first, groups.front().size());
+      for (const auto& group : groups) add_ring(phase.transfers, group, bytes);
+      plan.phases.push_back(std::move(phase));
+      break;
+    }
   }
   return plan;
 }
 
 }  // namespace
 
-const std::vector<std::string>& collective_ops() {
-  static const std::vector<std::string> ops = {"all_reduce", "all_gather", "reduce_scatter",
-                                               "alltoall",   "sendrecv",   "broadcast"};
-  return ops;
+Choice parse_choice(std::string_view text, const std::string& field) {
+  Choice c;
+  const auto slash = text.find('/');
+  const std::string_view algo = text.substr(0, slash);
+  if (algo != "auto") c.algorithm = parse_algorithm(algo, field);
+  if (slash != std::string_view::npos) {
+    const std::string_view proto = text.substr(slash + 1);
+    if (proto != "auto") c.protocol = parse_protocol(proto, field);
+  }
+  return c;
 }
 
-std::vector<std::string> algorithms_for(const std::string& op) {
-  if (op == "all_reduce") return {"ring", "tree", "nvls", "sharp", "hierarchical"};
-  if (op == "all_gather" || op == "reduce_scatter" || op == "broadcast") return {"ring"};
-  if (op == "alltoall") return {"pxn", "pairwise"};
-  if (op == "sendrecv") return {"direct"};
-  throw core::Error("op", op,
-                    "unknown collective; valid: " + core::quoted_list(collective_ops()) +
-                        core::did_you_mean(op, collective_ops()));
+std::string to_text(const Choice& c) {
+  std::string out = c.algorithm ? std::string(to_text(*c.algorithm)) : "auto";
+  if (c.protocol) out += "/" + std::string(to_text(*c.protocol));
+  return out;
 }
 
-double busbw_factor(const std::string& op, int ranks) {
-  const double n = ranks;
-  if (op == "all_reduce") return 2.0 * (n - 1) / n;
-  if (op == "all_gather" || op == "reduce_scatter" || op == "alltoall") return (n - 1) / n;
-  return 1.0;
-}
-
-Plan plan_collective(const topology::Fabric& fabric, const std::string& op,
-                     const std::string& algorithm, const std::vector<std::vector<int>>& groups,
-                     double bytes) {
-  (void)algorithms_for(op);  // validates the op
+Plan plan_collective(const topology::Fabric& fabric, CollectiveOp op, Algorithm algorithm,
+                     const std::vector<std::vector<int>>& groups, double bytes) {
   if (!(bytes > 0)) throw core::Error("size", fmt::format("{}", bytes), "must be positive");
   if (groups.empty()) throw core::Error("groups", "", "no group to run the collective on");
   std::set<int> seen;
@@ -293,22 +335,26 @@ CollectiveSimulator::CollectiveSimulator(const topology::Fabric& fabric,
       profile_(&profile),
       engine_(std::move(engine)),
       router_(fabric, state),
-      capacity_(link_capacities(fabric, state)) {}
+      capacity_(link_capacities(fabric, state)) {
+  if (profile.nccl) model_.emplace(profile);
+}
 
-const calibrate::CollectiveCurve& CollectiveSimulator::curve(const std::string& op,
-                                                             const std::string& algorithm,
-                                                             const std::string& scope,
+const calibrate::CollectiveCurve& CollectiveSimulator::curve(const Phase& phase, Protocol protocol,
                                                              double bytes) const {
-  const calibrate::CollectiveCurve* c = profile_->find_curve(op, algorithm, scope, bytes);
+  const std::string op(to_text(phase.op)), algo(to_text(phase.algorithm)),
+      scope(to_text(phase.scope));
+  const calibrate::CollectiveCurve* c = profile_->find_curve(
+      op, algo, std::string(to_text(protocol)), scope, bytes, phase.scale.nodes);
   if (c == nullptr)
     throw core::Error("profile", profile_->name,
                       fmt::format("no {} / {} / {} curve; fit one from nccl-tests logs "
                                   "(clustertwin calibrate fit) or choose another algorithm",
-                                  op, algorithm, scope));
+                                  op, algo, scope));
   return *c;
 }
 
-const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase& phase, double bytes) {
+const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase& phase,
+                                                                    double bytes) {
   std::uint64_t key = core::hash_combine(0xC011, phase.transfers.size());
   for (const auto& t : phase.transfers)
     key = core::hash_combine(
@@ -358,11 +404,24 @@ const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase&
   return phase_cache_[key] = std::move(solved);
 }
 
-CollectiveResult CollectiveSimulator::run_plan(const Plan& plan) {
-  CollectiveResult result{plan.op, plan.algorithm, plan.bytes, plan.ranks, 0, 0, {}, 0, 0, 0, true, {}};
+CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protocol) {
+  CollectiveResult result;
+  result.op = plan.op;
+  result.algorithm = plan.algorithm;
+  result.protocol = protocol;
+  result.bytes = plan.bytes;
+  result.ranks = plan.ranks;
+  result.measured_here = true;
+  if (model_ && !model_->available(plan.algorithm, protocol))
+    throw core::Error("protocol", std::string(to_text(protocol)),
+                      fmt::format("profile '{}' has no {} cell for {} in its NCCL tables",
+                                  profile_->name, to_text(protocol), to_text(plan.algorithm)));
+  if (!model_ && protocol != Protocol::simple)
+    throw core::Error("protocol", std::string(to_text(protocol)),
+                      fmt::format("profile '{}' has no NCCL tables: Simple only", profile_->name));
   const int per = fabric_->cluster().gpus_per_node;
   for (const Phase& phase : plan.phases) {
-    const auto& c = curve(phase.op, phase.curve_algorithm, phase.scope, plan.bytes);
+    const auto& c = curve(phase, protocol, plan.bytes);
     result.measured_here = result.measured_here && c.nodes == plan.nodes &&
                            c.gpus_per_node == per && c.max_bytes > 0 && plan.bytes >= c.min_bytes &&
                            plan.bytes <= c.max_bytes;
@@ -372,8 +431,37 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan) {
     for (std::size_t i = 0; i < solved.link_bytes_per_byte.size(); ++i)
       result.link_bytes[i] += solved.link_bytes_per_byte[i] * plan.bytes;
     result.phase_flow_s.push_back(flow_s);
-    result.latency_s += c.latency_us.value * 1e-6;
-    result.time_s += c.latency_us.value * 1e-6 + flow_s / c.efficiency.value;
+
+    double latency_us = c.latency_us.value, efficiency = c.efficiency.value;
+    double transfer_s = 0;
+    if (model_) {
+      // The phase's own op and scale: hierarchical's phases are rings of their own groups.
+      const bool own_protocol = c.protocol == to_text(protocol);
+      latency_us = model_->latency_us(phase.op, phase.algorithm, protocol, phase.scale, plan.bytes);
+      if (own_protocol && c.nodes > 0 && !c.latency_us.source.empty()) {
+        // A fitted latency at its scale, moved here by the model's steps x hops.
+        GroupScale there = phase.scale;
+        const double ranks_per_node = static_cast<double>(phase.scale.ranks) / phase.scale.nodes;
+        there.nodes = c.nodes;
+        there.ranks = static_cast<int>(std::lround(ranks_per_node * c.nodes));
+        if (ranks_per_node == per) there.ranks = c.nodes * c.gpus_per_node;
+        latency_us += c.latency_us.value -
+                      model_->latency_us(phase.op, phase.algorithm, protocol, there, plan.bytes);
+        latency_us = std::max(latency_us, 0.0);
+      }
+      // Curves hold the path's efficiency; the protocol's fraction is the model's.
+      efficiency *= model_->bandwidth_fraction(phase.algorithm, protocol, plan.bytes);
+      const double cap_GBps =
+          model_->max_busbw_GBps(phase.op, phase.algorithm, protocol, phase.scale);
+      transfer_s = flow_s / efficiency;
+      if (std::isfinite(cap_GBps))
+        transfer_s = std::max(
+            transfer_s, plan.bytes * busbw_factor(phase.op, phase.scale.ranks) / (cap_GBps * 1e9));
+    } else {
+      transfer_s = flow_s / efficiency;
+    }
+    result.latency_s += latency_us * 1e-6;
+    result.time_s += latency_us * 1e-6 + transfer_s;
     result.flows += phase.transfers.size();
   }
   result.algbw_GBps = plan.bytes / result.time_s / 1e9;
@@ -381,31 +469,63 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan) {
   return result;
 }
 
-CollectiveResult CollectiveSimulator::run(const std::string& op, const std::string& algorithm,
+CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
                                           const std::vector<std::vector<int>>& groups,
                                           double bytes) {
-  if (algorithm != "auto") return run_plan(plan_collective(*fabric_, op, algorithm, groups, bytes));
+  std::vector<Protocol> protocols;
+  if (choice.protocol) {
+    protocols = {*choice.protocol};
+  } else {
+    for (Protocol p : kAllProtocols)
+      if (model_ ? true : p == Protocol::simple) protocols.push_back(p);
+  }
+  if (choice.algorithm && choice.protocol)
+    return run_plan(plan_collective(*fabric_, op, *choice.algorithm, groups, bytes),
+                    *choice.protocol);
+  std::vector<Algorithm> algorithms;
+  if (choice.algorithm)
+    algorithms = {*choice.algorithm};
+  else
+    algorithms = algorithms_for(op);
   std::optional<CollectiveResult> best;
   std::string reasons;
-  for (const auto& algo : algorithms_for(op)) {
+  for (Algorithm algo : algorithms) {
+    std::optional<Plan> plan;
     try {
-      CollectiveResult r = run_plan(plan_collective(*fabric_, op, algo, groups, bytes));
-      const bool better = !best || (r.measured_here && !best->measured_here) ||
-                          (r.measured_here == best->measured_here && r.time_s < best->time_s);
-      if (better) best = std::move(r);
+      plan = plan_collective(*fabric_, op, algo, groups, bytes);
     } catch (const core::Error& e) {
-      if (e.field() == "algorithm" || e.field() == "profile") {
-        reasons += fmt::format("\n  {}: {}", algo, e.reason());
-        continue;  // not applicable to these groups, or not calibrated
+      if (e.field() != "algorithm" || choice.algorithm) throw;
+      reasons += fmt::format("\n  {}: {}", to_text(algo), e.reason());
+      continue;  // not applicable to these groups
+    }
+    for (Protocol p : protocols) {
+      if (model_ && !model_->available(algo, p)) continue;
+      try {
+        CollectiveResult r = run_plan(*plan, p);
+        if (!best || r.time_s < best->time_s) best = std::move(r);
+      } catch (const core::Error& e) {
+        if (e.field() != "profile") throw;
+        reasons += fmt::format("\n  {}: {}", to_text(algo), e.reason());
+        break;  // not calibrated
       }
-      throw;
     }
   }
-  if (!best)
+  if (!best) {
+    const std::string what = to_text(choice);
     throw core::Error(
-        "algorithm", "auto",
-        fmt::format("no algorithm for {} fits these groups with this profile:{}", op, reasons));
+        choice.protocol ? "protocol" : "algorithm", what,
+        fmt::format("nothing runs {} on these groups with profile '{}'{}", to_text(op),
+                    profile_->name,
+                    reasons.empty() ? std::string(": no protocol the profile defines fits")
+                                    : ":" + reasons));
+  }
   return *best;
+}
+
+CollectiveResult CollectiveSimulator::run(const std::string& op, const std::string& choice,
+                                          const std::vector<std::vector<int>>& groups,
+                                          double bytes) {
+  return run(parse_op(op), parse_choice(choice), groups, bytes);
 }
 
 }  // namespace twin::netsim

@@ -10,10 +10,15 @@
 ///   busbw = algbw * factor, algbw = bytes / time,
 ///   factor = 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter, all-to-all), 1 else.
 ///
-/// Time of a collective (Hockney form, per phase):
-///   t = latency(curve) + sum over phases of T_flow(phase) / efficiency(curve of phase)
+/// Time of a collective with algorithm a and protocol p, per phase:
+///   t = L(a, p, scale) + T_flow(phase) / (efficiency(curve) x protocol fraction(a, p))
 /// where T_flow is the makespan of the phase's flows under max-min sharing on the fabric (in
-/// the given state), started together, without latency (the curve's latency carries it).
+/// the given state), started together, without latency; L and the protocol fraction are
+/// NCCL's cost model (netsim/nccl_model.hpp); the curve's efficiency is the path's measured
+/// fraction (NVLink protocol overhead, NIC payload, pipeline losses). A curve fitted at one
+/// scale also carries its measured latency, moved to this scale by the model's steps x hops.
+/// "auto" takes the (algorithm, protocol) of minimum predicted time among those the profile
+/// calibrates, as NCCL's tuner takes the minimum of its own table.
 /// A pipelined algorithm (ring, tree, NVLS) is one phase in its steady state — every link of
 /// the pipeline busy at once — not 2(n-1) steps. Every group given is planned into the same
 /// phases, so concurrent instances (e.g. all data-parallel groups at once) share links.
@@ -28,6 +33,12 @@
 ///            one channel per rail; inside nodes a chain per channel.
 ///  nvls      all-reduce inside one node through NVSwitch multicast/reduction: each GPU moves
 ///            bytes * (n+1)/n up to and down from the switch.
+///  nvls_tree all-reduce across nodes without in-network reduction (NCCL's NVLSTree): NVLS in
+///            each node, and GPU g, holding the node's reduced share 1/G, runs the double binary
+///            tree of `tree` across nodes on rail g with that share: on 2 nodes each NIC carries
+///            S/G each way, half a ring's traffic (why busbw can pass the NIC bound there).
+///  pat       all-gather / reduce-scatter with one GPU per node (NCCL 2.23+): the same bytes
+///            per rank as a ring, in log2(n) steps instead of n-1.
 ///  sharp     all-reduce across nodes with reduction in the IB switches: NVLS-like inside the
 ///            node, and each GPU sends its 1/G share up to its leaf and receives the result:
 ///            half the NIC traffic of a ring.
@@ -48,17 +59,22 @@
 
 #include "calibrate/profile.hpp"
 #include "netsim/engine.hpp"
+#include "netsim/nccl_model.hpp"
+#include "netsim/vocabulary.hpp"
 #include "topology/fabric.hpp"
 #include "topology/fabric_state.hpp"
 #include "topology/routing.hpp"
 
 namespace twin::netsim {
 
-const std::vector<std::string>& collective_ops();
-/// Algorithms that implement an op.
-std::vector<std::string> algorithms_for(const std::string& op);
-/// nccl-tests' bus bandwidth factor for n ranks.
-double busbw_factor(const std::string& op, int ranks);
+/// What to run: an algorithm and a protocol, each fixed or left to the tuner ("auto").
+struct Choice {
+  std::optional<Algorithm> algorithm;
+  std::optional<Protocol> protocol;
+};
+/// "auto", "ring", "ring/ll128", "auto/simple"; errors name `field`.
+Choice parse_choice(std::string_view text, const std::string& field = "algorithm");
+std::string to_text(const Choice& choice);
 
 /// A transfer between GPUs, or between a GPU and its NVSwitch (`to_switch`/`from_switch`) or
 /// its leaf switch (`to_leaf`/`from_leaf`) for in-switch reduction.
@@ -71,14 +87,17 @@ struct Transfer {
 };
 
 struct Phase {
-  std::string op;               ///< the collective this phase performs (hierarchical: rs/ar/ag)
-  std::string curve_algorithm;  ///< profile curve: ring, tree, nvls, sharp, pairwise, direct
-  std::string scope;            ///< intra_node or inter_node
+  CollectiveOp op =
+      CollectiveOp::all_reduce;           ///< what this phase performs (hierarchical: rs/ar/ag)
+  Algorithm algorithm = Algorithm::ring;  ///< the profile curve and latency cells it uses
+  Scope scope = Scope::intra_node;
+  GroupScale scale;  ///< ranks and nodes of one group of this phase
   std::vector<Transfer> transfers;
 };
 
 struct Plan {
-  std::string op, algorithm;
+  CollectiveOp op = CollectiveOp::all_reduce;
+  Algorithm algorithm = Algorithm::ring;
   int ranks = 0;  ///< per group
   int nodes = 0;  ///< servers spanned by a group
   double bytes = 0;
@@ -86,14 +105,15 @@ struct Plan {
 };
 
 /// Plans `op` with `algorithm` for every group at once. Groups are lists of GPU indices (all
-/// the same size); errors (unknown op or algorithm, a group too small, a GPU out of range,
-/// an algorithm that does not fit the groups) name the field.
-Plan plan_collective(const topology::Fabric& fabric, const std::string& op,
-                     const std::string& algorithm, const std::vector<std::vector<int>>& groups,
-                     double bytes);
+/// the same size); errors (a group too small, a GPU out of range, an algorithm that does not
+/// implement the op or fit the groups) name the field.
+Plan plan_collective(const topology::Fabric& fabric, CollectiveOp op, Algorithm algorithm,
+                     const std::vector<std::vector<int>>& groups, double bytes);
 
 struct CollectiveResult {
-  std::string op, algorithm;
+  CollectiveOp op = CollectiveOp::all_reduce;
+  Algorithm algorithm = Algorithm::ring;
+  Protocol protocol = Protocol::simple;
   double bytes = 0;
   int ranks = 0;
   double time_s = 0;
@@ -102,46 +122,50 @@ struct CollectiveResult {
   double algbw_GBps = 0, busbw_GBps = 0;
   std::size_t flows = 0;
   /// Every curve used was fitted at this scale (nodes x GPUs per node) on a size range that
-  /// contains this size: the measurement shows this algorithm is what ran there.
+  /// contains this size.
   bool measured_here = false;
   /// Bytes each link carried during this collective (indexed by LinkId), all groups together.
   std::vector<double> link_bytes;
 };
 
-/// Runs plans on an engine with the profile's corrections. Identical phases (same transfers)
-/// are solved once and reused; the fabric state is fixed for the simulator's lifetime (make a
-/// new simulator for another state).
+/// Runs plans on an engine with NCCL's cost model and the profile's corrections. Identical
+/// phases (same transfers) are solved once and reused; the fabric state is fixed for the
+/// simulator's lifetime (make a new simulator for another state).
 class CollectiveSimulator {
  public:
   CollectiveSimulator(const topology::Fabric& fabric, const topology::FabricState* state,
                       const calibrate::Profile& profile, std::unique_ptr<Engine> engine);
 
-  /// Simulates with a given algorithm. "auto" follows the evidence first: if curves measured
-  /// at this scale cover this size, the algorithm measured there (the one NCCL actually ran);
-  /// otherwise the fastest predicted among those the profile calibrates — as NCCL's tuner
-  /// takes the algorithm its latency-bandwidth cost model predicts fastest.
-  CollectiveResult run(const std::string& op, const std::string& algorithm,
+  /// Simulates with the given choice; what is left open is taken at minimum predicted time
+  /// among the algorithms the profile calibrates and the protocols its NCCL tables define.
+  CollectiveResult run(CollectiveOp op, const Choice& choice,
+                       const std::vector<std::vector<int>>& groups, double bytes);
+  /// The same from text (scenario and CLI edges): op name and "auto" / "ring" / "ring/ll".
+  CollectiveResult run(const std::string& op, const std::string& choice,
                        const std::vector<std::vector<int>>& groups, double bytes);
   /// Link bytes of the last phase solved (for link-utilization views).
   [[nodiscard]] const std::vector<double>& last_link_bytes() const { return last_link_bytes_; }
   [[nodiscard]] std::size_t phases_solved() const { return phases_solved_; }
+  /// The NCCL model in use (null for a legacy profile without an "nccl" section).
+  [[nodiscard]] const NcclModel* model() const { return model_ ? &*model_ : nullptr; }
 
  private:
   struct Solved {
     double makespan_per_byte = 0;
     std::vector<float> link_bytes_per_byte;
   };
-  CollectiveResult run_plan(const Plan& plan);
+  CollectiveResult run_plan(const Plan& plan, Protocol protocol);
   /// Link-limited makespan of a phase. Fluid max-min with a common start and no latency is
   /// scale-free (rates do not depend on bytes), so makespans are cached per byte of the
   /// collective's size and one solve serves every size of a sweep.
   const Solved& solve_phase(const Phase& phase, double bytes);
-  const calibrate::CollectiveCurve& curve(const std::string& op, const std::string& algorithm,
-                                          const std::string& scope, double bytes) const;
+  const calibrate::CollectiveCurve& curve(const Phase& phase, Protocol protocol,
+                                          double bytes) const;
 
   const topology::Fabric* fabric_;
   const topology::FabricState* state_;
   const calibrate::Profile* profile_;
+  std::optional<NcclModel> model_;
   std::unique_ptr<Engine> engine_;
   topology::Router router_;
   std::vector<double> capacity_;

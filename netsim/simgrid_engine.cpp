@@ -46,10 +46,16 @@ void check_supported(const FlowSet& set) {
 
 /// Runs inside the child process: builds the platform, simulates, returns finish times.
 FlowResult simulate(const FlowSet& set, const std::vector<double>& capacity) {
-  std::vector<std::string> args = {"clustertwin-netsim",           "--cfg=network/model:CM02",
-                                   "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
-                                   "--cfg=network/optim:Lazy",     "--cfg=surf/precision:1e-13",
-                                   "--log=root.thres:critical"};
+  std::vector<std::string> args = {
+      "clustertwin-netsim", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+      "--cfg=network/TCP-gamma:0", "--cfg=network/optim:Lazy", "--cfg=surf/precision:1e-13",
+      // One actor per flow: thousands of actors. SimGrid's default
+      // 8 MiB stack plus a guard page costs two memory mappings
+      // each, and Linux allows 65,530 (vm.max_map_count): 16,384
+      // ring flows of 2,048 GPUs fail to protect their stacks. An
+      // actor here only sleeps and sends (no deep calls): 64 KiB
+      // stacks without guard pages are one mapping each.
+      "--cfg=contexts/stack-size:64", "--cfg=contexts/guard-size:0", "--log=root.thres:critical"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());

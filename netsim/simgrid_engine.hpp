@@ -9,7 +9,9 @@
 /// Settings: network/model:CM02 (max-min, no slow-start corrections), network/crosstraffic:0
 /// and network/TCP-gamma:0 (measured: with the defaults a 4,096-flow permutation takes ~37 s
 /// instead of ~0.1 s, and both are TCP effects meaningless for RDMA), lazy updates,
-/// surf/precision (timing) 1e-13. Platform links carry zero latency and each flow's actor starts it
+/// surf/precision (timing) 1e-13, contexts/stack-size 64 KiB and contexts/guard-size 0 (one
+/// actor per flow: small stacks without guard pages keep 4,096-GPU collectives under Linux's
+/// 65,530 memory mappings). Platform links carry zero latency and each flow's actor starts it
 /// after its latency: CM02 weights a flow's share by 1/route latency (TCP's RTT unfairness),
 /// which InfiniBand's credit-based flow control does not have; so both backends implement the
 /// same model (netsim/engine.hpp).

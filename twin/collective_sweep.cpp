@@ -12,6 +12,7 @@
 #include "core/stats.hpp"
 #include "netsim/collective.hpp"
 #include "topology/fabric.hpp"
+#include "topology/fat_tree.hpp"
 #include "topology/placement.hpp"
 
 namespace twin::sim {
@@ -83,6 +84,37 @@ std::vector<double> parse_sizes(const std::string& text) {
   return sizes;
 }
 
+std::vector<int> parse_node_counts(const std::string& text) {
+  auto one = [&](const std::string& token) {
+    std::size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(token, &used);
+    } catch (const std::exception&) {
+      throw core::Error("--nodes", text, "not a node count (e.g. 16, 1:512, 2,4,8)");
+    }
+    if (used != token.size())
+      throw core::Error("--nodes", text, "not a node count (e.g. 16, 1:512, 2,4,8)");
+    if (v < 1) throw core::Error("--nodes", text, "node counts must be at least 1");
+    return v;
+  };
+  std::vector<int> counts;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    const int from = one(text.substr(0, colon)), to = one(text.substr(colon + 1));
+    if (to < from) throw core::Error("--nodes", text, "the range ends below its start");
+    for (long n = from; n <= to; n *= 2) counts.push_back(static_cast<int>(n));
+    return counts;
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    counts.push_back(one(text.substr(start, comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return counts;
+}
+
 Scenario resized(const Scenario& scenario, int nodes, int gpus_per_node) {
   if (nodes < 1) throw core::Error("--nodes", std::to_string(nodes), "must be at least 1");
   if (gpus_per_node < 1)
@@ -102,6 +134,10 @@ SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec
   const calibrate::Profile profile =
       calibrate::load_profile(spec.profile.empty() ? s.cluster.gpu : spec.profile);
   if (spec.sizes.empty()) throw core::Error("--sizes", "", "no sizes to run");
+  const netsim::CollectiveOp op = netsim::parse_op(spec.op, "--op");
+  netsim::Choice choice = netsim::parse_choice(spec.algorithm, "--algo");
+  if (!spec.protocol.empty() && spec.protocol != "auto")
+    choice.protocol = netsim::parse_protocol(spec.protocol, "--proto");
   netsim::CollectiveSimulator sim(fabric, nullptr, profile, netsim::make_engine(spec.engine));
   std::vector<std::vector<int>> groups{all_gpus(fabric.gpu_count())};
   // An imported fabric (or drained hosts): the ranks go to usable hosts (topology/placement.hpp).
@@ -111,27 +147,75 @@ SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec
   }
   SweepResult result{spec.op, spec.engine, profile.name, spec.nodes, spec.gpus_per_node, {}};
   for (double size : spec.sizes) {
-    const auto r = sim.run(spec.op, spec.algorithm, groups, size);
-    result.rows.push_back({size, r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps, r.algorithm});
+    const auto r = sim.run(op, choice, groups, size);
+    result.rows.push_back({size, r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps,
+                           std::string(netsim::to_text(r.algorithm)),
+                           std::string(netsim::to_text(r.protocol))});
   }
   return result;
 }
 
+std::vector<SweepResult> run_scaling(const Scenario& scenario, const SweepSpec& spec,
+                                     const std::vector<int>& node_counts) {
+  // The largest scale must fit the fabric: say so before simulating the smaller ones.
+  if (!node_counts.empty() && scenario.fabric.kind == "fat_tree") {
+    const Scenario largest = resized(
+        scenario, *std::max_element(node_counts.begin(), node_counts.end()), spec.gpus_per_node);
+    (void)topology::FatTreeGeometry::derive(largest.cluster, largest.fabric);
+  }
+  std::vector<SweepResult> out;
+  for (int nodes : node_counts) {
+    SweepSpec s = spec;
+    s.nodes = nodes;
+    // A collective needs 2 ranks: one node of one GPU has nothing to run.
+    if (nodes * s.gpus_per_node < 2) continue;
+    out.push_back(run_collective_sweep(scenario, s));
+  }
+  if (out.empty()) throw core::Error("--nodes", "", "no node count with at least 2 GPUs");
+  return out;
+}
+
+std::string scaling_table(const std::vector<SweepResult>& results) {
+  const SweepResult& first = results.front();
+  std::string out = fmt::format(
+      "# clustertwin collective scaling: {}, {} GPUs per node, engine {}, profile {}\n"
+      "# bus bandwidth (GB/s) and the algorithm/protocol NCCL's tuner would pick, per node count\n",
+      first.op, first.gpus_per_node, first.engine, first.profile);
+  out += fmt::format("{:>12}", "size (B)");
+  for (const auto& r : results) out += fmt::format("  {:>22}", fmt::format("{} nodes", r.nodes));
+  out += "\n";
+  for (std::size_t i = 0; i < first.rows.size(); ++i) {
+    out += fmt::format("{:>12.0f}", first.rows[i].size_bytes);
+    for (const auto& r : results)
+      out += fmt::format("  {:>8.2f} {:>13}", r.rows[i].busbw_GBps,
+                         r.rows[i].algorithm + "/" + r.rows[i].protocol);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string scaling_json(const std::vector<SweepResult>& results) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& r : results) arr.push_back(nlohmann::ordered_json::parse(sweep_json(r)));
+  return nlohmann::ordered_json{{"scaling", arr}}.dump(2) + "\n";
+}
+
 std::string sweep_table(const SweepResult& r) {
   std::string out = fmt::format(
-      "# clustertwin collective: {} on {} node(s) x {} GPUs ({} ranks), engine {}, profile {}\n",
+      "# clustertwin collective: {} on {} nodes x {} GPUs ({} ranks), engine {}, profile {}\n",
       r.op, r.nodes, r.gpus_per_node, r.nodes * r.gpus_per_node, r.engine, r.profile);
   out += fmt::format("# Collective test starting: {}_perf\n", r.op);
   out += "#\n";
-  out += fmt::format("#{:>12}  {:>12}  {:>8}  {:>12}  {:>10}  {:>8}  {:>8}\n", "size", "count",
-                     "type", "algo", "time", "algbw", "busbw");
-  out += fmt::format("#{:>12}  {:>12}  {:>8}  {:>12}  {:>10}  {:>8}  {:>8}\n", "(B)", "(elements)",
+  out += fmt::format("#{:>12}  {:>12}  {:>8}  {:>16}  {:>10}  {:>8}  {:>8}\n", "size", "count",
+                     "type", "algo/proto", "time", "algbw", "busbw");
+  out += fmt::format("#{:>12}  {:>12}  {:>8}  {:>16}  {:>10}  {:>8}  {:>8}\n", "(B)", "(elements)",
                      "", "", "(us)", "(GB/s)", "(GB/s)");
   double sum = 0;
   for (const auto& row : r.rows) {
-    out += fmt::format(" {:>12.0f}  {:>12.0f}  {:>8}  {:>12}  {:>10.2f}  {:>8.2f}  {:>8.2f}\n",
-                       row.size_bytes, std::floor(row.size_bytes / 4), "float", row.algorithm,
-                       row.time_us, row.algbw_GBps, row.busbw_GBps);
+    out += fmt::format(" {:>12.0f}  {:>12.0f}  {:>8}  {:>16}  {:>10.2f}  {:>8.2f}  {:>8.2f}\n",
+                       row.size_bytes, std::floor(row.size_bytes / 4), "float",
+                       row.algorithm + "/" + row.protocol, row.time_us, row.algbw_GBps,
+                       row.busbw_GBps);
     sum += row.busbw_GBps;
   }
   out += fmt::format("# Avg bus bandwidth    : {:.3f}\n",
@@ -152,7 +236,8 @@ std::string sweep_json(const SweepResult& r) {
                     {"time_us", row.time_us},
                     {"algbw_GBps", row.algbw_GBps},
                     {"busbw_GBps", row.busbw_GBps},
-                    {"algorithm", row.algorithm}});
+                    {"algorithm", row.algorithm},
+                    {"protocol", row.protocol}});
   return j.dump(2) + "\n";
 }
 
@@ -176,16 +261,23 @@ std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::N
     spec.gpus_per_node = gpn;
     for (const auto& row : run.rows) spec.sizes.push_back(row.size_bytes);
     const SweepResult sim = run_collective_sweep(scenario, spec);
-    Comparison c{run.op, nodes, gpn, {}, 0, 0, false};
-    std::vector<double> errors, ratios;
+    Comparison c{run.op, nodes, gpn, {}, 0, 0, 0, false};
+    std::vector<double> errors, large_errors, ratios;
     for (std::size_t i = 0; i < run.rows.size(); ++i) {
-      const double measured = run.rows[i].busbw_GBps, simulated = sim.rows[i].busbw_GBps;
-      const double error = 100.0 * (simulated / measured - 1.0);
-      c.rows.push_back({run.rows[i].size_bytes, measured, simulated, error, sim.rows[i].algorithm});
+      // Compare times (busbw of a tiny message prints as 0.00): the busbw error is
+      // measured time / simulated time - 1.
+      const auto& row = run.rows[i];
+      const double measured_us = row.time_us > 0 ? row.time_us : row.inplace_time_us;
+      const double measured = row.busbw_GBps, simulated = sim.rows[i].busbw_GBps;
+      const double error = 100.0 * (measured_us / sim.rows[i].time_us - 1.0);
+      c.rows.push_back({row.size_bytes, measured, simulated, error, sim.rows[i].algorithm,
+                        sim.rows[i].protocol});
       errors.push_back(std::abs(error));
-      ratios.push_back(measured / simulated);
+      if (row.size_bytes >= 32.0 * 1024 * 1024) large_errors.push_back(std::abs(error));
+      ratios.push_back(sim.rows[i].time_us / measured_us);
     }
     c.median_abs_error_pct = median(errors);
+    c.median_abs_error_large_pct = large_errors.empty() ? 0.0 : median(large_errors);
     c.median_measured_over_simulated = median(ratios);
     c.far_below = c.median_measured_over_simulated < 0.5;
     out.push_back(std::move(c));
@@ -198,14 +290,16 @@ std::string comparison_table(const std::vector<Comparison>& comparisons) {
   for (const auto& c : comparisons) {
     out += fmt::format("# {} on {} node(s) x {} GPUs: measured vs simulated bus bandwidth\n", c.op,
                        c.nodes, c.gpus_per_node);
-    out += fmt::format("{:>14}  {:>12}  {:>14}  {:>15}  {:>8}\n", "size (B)", "algo",
+    out += fmt::format("{:>14}  {:>17}  {:>14}  {:>15}  {:>8}\n", "size (B)", "NCCL algo/proto",
                        "measured GB/s", "simulated GB/s", "error");
     for (const auto& row : c.rows)
-      out += fmt::format("{:>14.0f}  {:>12}  {:>14.2f}  {:>15.2f}  {:>7.1f}%\n", row.size_bytes,
-                         row.algorithm, row.measured_busbw_GBps, row.simulated_busbw_GBps,
-                         row.error_pct);
-    out += fmt::format("median |error| {:.1f}%; measured / simulated {:.2f}\n",
-                       c.median_abs_error_pct, c.median_measured_over_simulated);
+      out += fmt::format("{:>14.0f}  {:>17}  {:>14.2f}  {:>15.2f}  {:>7.1f}%\n", row.size_bytes,
+                         row.algorithm + "/" + row.protocol, row.measured_busbw_GBps,
+                         row.simulated_busbw_GBps, row.error_pct);
+    out += fmt::format(
+        "median |error| {:.1f}% (all sizes), {:.1f}% (sizes >= 32 MiB); measured / simulated "
+        "{:.2f}\n",
+        c.median_abs_error_pct, c.median_abs_error_large_pct, c.median_measured_over_simulated);
     if (c.far_below)
       out += fmt::format(
           "WARNING: measured bus bandwidth is {:.0f}% of what this profile predicts for healthy "
@@ -225,12 +319,14 @@ std::string comparison_json(const std::vector<Comparison>& comparisons) {
                       {"measured_busbw_GBps", row.measured_busbw_GBps},
                       {"simulated_busbw_GBps", row.simulated_busbw_GBps},
                       {"error_pct", row.error_pct},
-                      {"algorithm", row.algorithm}});
+                      {"algorithm", row.algorithm},
+                      {"protocol", row.protocol}});
     arr.push_back({{"op", c.op},
                    {"nodes", c.nodes},
                    {"gpus_per_node", c.gpus_per_node},
                    {"rows", rows},
                    {"median_abs_error_pct", c.median_abs_error_pct},
+                   {"median_abs_error_large_pct", c.median_abs_error_large_pct},
                    {"median_measured_over_simulated", c.median_measured_over_simulated},
                    {"far_below_expectation", c.far_below}});
   }

@@ -14,7 +14,8 @@ namespace twin::sim {
 
 struct SweepSpec {
   std::string op = "all_reduce";
-  std::string algorithm = "auto";
+  std::string algorithm = "auto";  ///< "auto", "ring" or "ring/ll128" (algorithm/protocol)
+  std::string protocol = "auto";   ///< ll, ll128, simple or auto
   std::string engine = "native";
   std::string profile;  ///< empty: the scenario's cluster.gpu
   int nodes = 1;
@@ -28,6 +29,7 @@ struct SweepRow {
   double algbw_GBps = 0;
   double busbw_GBps = 0;
   std::string algorithm;
+  std::string protocol;
 };
 
 struct SweepResult {
@@ -38,6 +40,8 @@ struct SweepResult {
 
 /// Sizes from "32M:16G" (doubling), "1G", or "8K,64K,1M"; K/M/G are binary (as nccl-tests -b/-e).
 std::vector<double> parse_sizes(const std::string& text);
+/// Node counts from "1:512" (doubling), "16", or "2,4,8".
+std::vector<int> parse_node_counts(const std::string& text);
 
 /// The scenario's cluster with `nodes` x `gpus_per_node` (one NIC per GPU when the scenario has
 /// one per GPU), everything else unchanged.
@@ -45,13 +49,20 @@ Scenario resized(const Scenario& scenario, int nodes, int gpus_per_node);
 
 SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec);
 
+/// One sweep per node count (a scaling curve: bus bandwidth vs nodes for each size).
+std::vector<SweepResult> run_scaling(const Scenario& scenario, const SweepSpec& spec,
+                                     const std::vector<int>& node_counts);
+
 /// nccl-tests-style table (parsable by the nccl-tests reader) and JSON.
 std::string sweep_table(const SweepResult& result);
 std::string sweep_json(const SweepResult& result);
+/// Scaling: one row per size, bus bandwidth and algorithm/protocol per node count.
+std::string scaling_table(const std::vector<SweepResult>& results);
+std::string scaling_json(const std::vector<SweepResult>& results);
 
 struct ComparisonRow {
   double size_bytes = 0, measured_busbw_GBps = 0, simulated_busbw_GBps = 0, error_pct = 0;
-  std::string algorithm;
+  std::string algorithm, protocol;  ///< what NCCL's tuner would pick at this size and scale
 };
 
 struct Comparison {
@@ -59,6 +70,7 @@ struct Comparison {
   int nodes = 0, gpus_per_node = 0;
   std::vector<ComparisonRow> rows;
   double median_abs_error_pct = 0;
+  double median_abs_error_large_pct = 0;  ///< sizes >= 32 MiB (0 when none)
   double median_measured_over_simulated = 0;
   bool far_below = false;  ///< measured under half of what the profile predicts: unhealthy
 };

@@ -280,16 +280,28 @@ void read_costs(MapReader r, CostSpec& c) {
 }
 
 void read_collectives(MapReader r, std::map<std::string, std::string>& algorithms) {
-  for (const auto& op : netsim::collective_ops()) {
-    std::string algo = "auto";
-    r.get(op, algo);
-    if (algo == "auto") continue;
-    const auto valid = netsim::algorithms_for(op);
-    if (std::find(valid.begin(), valid.end(), algo) == valid.end())
-      throw r.error(op, algo,
-                    "not an algorithm for " + op + "; valid: 'auto', " + core::quoted_list(valid) +
-                        core::did_you_mean(algo, valid));
-    algorithms[op] = algo;
+  for (const netsim::CollectiveOp op : netsim::all_ops()) {
+    const std::string name(netsim::to_text(op));
+    std::string choice = "auto";
+    r.get(name, choice);
+    if (choice == "auto") continue;
+    // "algorithm" or "algorithm/protocol" (e.g. ring/ll128); either part may be "auto".
+    netsim::Choice parsed;
+    try {
+      parsed = netsim::parse_choice(choice, name);
+    } catch (const core::Error& e) {
+      throw r.error(name, choice, e.reason() + "; the form is ALGORITHM or ALGORITHM/PROTOCOL");
+    }
+    if (parsed.algorithm) {
+      const auto& valid = netsim::algorithms_for(op);
+      if (std::find(valid.begin(), valid.end(), *parsed.algorithm) == valid.end()) {
+        const auto names = netsim::algorithm_names_for(op);
+        throw r.error(name, choice,
+                      "not an algorithm for " + name + "; valid: 'auto', " +
+                          core::quoted_list(names) + core::did_you_mean(choice, names));
+      }
+    }
+    algorithms[name] = choice;
   }
   r.finish();
 }
