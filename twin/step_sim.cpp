@@ -275,13 +275,13 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
       model, p, t, topology::job_ranks(fabric, p.tp * p.cp, p.pp, p.dp));
   const topology::Placement placement = topology::place_job(fabric, layout.gpus);
   const bool placed = !placement.identity();
-  const workload::KernelCoster coster(profile, t.precision);
-  if (t.attention == "flash" && !coster.has_flash())
-    throw core::Error("training.attention", t.attention,
-                      fmt::format("profile '{}' has no flash-attention measurements "
-                                  "(kernels.flash_attention); use training.attention: unfused",
-                                  profile.name),
-                      scenario.source);
+  const workload::KernelCoster coster = [&] {
+    try {
+      return workload::KernelCoster(profile, t.precision, t.attention);
+    } catch (const core::Error& e) {
+      throw e.in_file(scenario.source);
+    }
+  }();
   if (p.stage_layers_auto) {
     const auto w = workload::stage_weights(model, p, t, layout, coster);
     layout.set_stage_layers(workload::balance_stage_layers(model.layers, layout.pp, w.layer_s,
