@@ -33,33 +33,29 @@ Action add_run(CLI::App& app) {
   auto out_dir = std::make_shared<std::string>();
   auto engine = std::make_shared<std::string>("native");
   auto per_rank = std::make_shared<bool>(false);
+  auto kernels = std::make_shared<bool>(false);
   opts->add_to(*cmd);
+  cmd->add_flag("--kernels", *kernels,
+                "Print each kernel of a layer (forward, backward, recompute), of the embedding, "
+                "the output layer and the optimizer: shape, FLOPs, bytes, time and what limits it");
   cmd->add_option("--out", *out_dir, "Write summary.json, results.h5 and trace.json here");
   cmd->add_option("--engine", *engine, "Network engine: native or simgrid")->capture_default_str();
   cmd->add_flag(
       "--per-rank", *per_rank,
       "Simulate every data-parallel replica separately (slower; checks the rank classes)");
-  return [opts, out_dir, engine, per_rank] {
+  return [opts, out_dir, engine, per_rank, kernels] {
     const sim::Scenario scenario = opts->load();
     const topology::Fabric fabric(scenario.cluster, scenario.fabric);
     const topology::Bom bom = topology::compute_bom(fabric);
     if (!scenario.has_job) {
       const topology::Router router(fabric);
-      const auto loads = sim::pattern_loads(fabric, router);
       if (opts->json) {
-        nlohmann::ordered_json j;
-        j["scenario"] = {{"name", scenario.name}, {"source", scenario.source}};
-        j["fabric"] = {{"vertices", fabric.node_count()},
-                       {"links", fabric.link_count()},
-                       {"routing", topology::to_string(router.mode())}};
-        j["bom"] = sim::bom_json(fabric, bom);
-        j["traffic_patterns"] = sim::pattern_loads_json(loads);
-        fmt::print("{}\n", j.dump(2));
+        fmt::print("{}\n", sim::fabric_only_json(scenario, fabric, router).dump(2));
       } else {
         fmt::print("{}\n", sim::bom_table(scenario, fabric, bom));
         fmt::print("Routing load ({} routing; load = flows sharing the busiest link of a kind)\n",
                    topology::to_string(router.mode()));
-        fmt::print("{}", sim::pattern_loads_table(loads));
+        fmt::print("{}", sim::pattern_loads_table(sim::pattern_loads(fabric, router)));
         fmt::print(
             "\nfabric graph: {} vertices, {} directed links (no model section: no training step)\n",
             fabric.node_count(), fabric.link_count());
@@ -83,6 +79,7 @@ Action add_run(CLI::App& app) {
                  core::with_commas(bom.cables_total()),
                  core::with_commas(static_cast<std::int64_t>(bom.bisection_GBps)));
       fmt::print("{}", sim::step_summary_text(scenario, report));
+      if (*kernels) fmt::print("\nkernels\n{}", workload::kernel_table(report.program));
       if (!out_dir->empty())
         fmt::print("wrote {0}/summary.json, {0}/results.h5, {0}/trace.json\n", *out_dir);
     }

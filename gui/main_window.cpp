@@ -52,7 +52,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 MainWindow::~MainWindow() {
   if (worker_ != nullptr) {
-    if (cancelled_) *cancelled_ = true;
+    if (cancel_) cancel_->cancel();
     worker_->wait();
   }
 }
@@ -239,18 +239,19 @@ namespace {
 /// it has a job, the step and the failure campaign. Errors are kept, never thrown.
 std::shared_ptr<RunResult> compute_result(const std::string& yaml, const std::string& source,
                                           const std::vector<std::string>& overrides, int trials,
-                                          int threads) {
+                                          int threads, const core::CancelToken* cancel = nullptr) {
   auto r = std::make_shared<RunResult>();
   try {
     r->scenario = sim::parse_scenario(yaml, source, overrides);
     r->fabric = std::make_unique<topology::Fabric>(r->scenario.cluster, r->scenario.fabric);
     r->bom = topology::compute_bom(*r->fabric);
     if (r->scenario.has_job) {
-      r->step = sim::simulate_step(r->scenario);
+      r->step = sim::simulate_step(r->scenario, "native", false, cancel);
       r->has_step = true;
       sim::CampaignOptions o;
       o.trials = trials;
       o.threads = threads;
+      o.cancel = cancel;
       r->campaign = sim::run_campaign(r->scenario, o);
       r->has_campaign = true;
     }
@@ -275,23 +276,23 @@ bool MainWindow::run_now() {
 
 void MainWindow::run_async() {
   if (worker_ != nullptr) return;
-  cancelled_ = std::make_shared<std::atomic<bool>>(false);
-  auto cancelled = cancelled_;
+  cancel_ = std::make_shared<core::CancelToken>();
+  auto cancel = cancel_;
   auto result = std::make_shared<std::shared_ptr<RunResult>>();
   // Gather the inputs here (GUI thread); the worker only computes.
   const std::string yaml = editor_->toPlainText().toStdString(), source = source_.toStdString();
   const auto overrides = form_overrides();
   const int trials = trials_->value();
-  worker_ = QThread::create([result, yaml, source, overrides, trials] {
-    *result = compute_result(yaml, source, overrides, trials, 0);
+  worker_ = QThread::create([result, yaml, source, overrides, trials, cancel] {
+    *result = compute_result(yaml, source, overrides, trials, 0, cancel.get());
   });
-  connect(worker_, &QThread::finished, this, [this, result, cancelled] {
+  connect(worker_, &QThread::finished, this, [this, result, cancel] {
     worker_->deleteLater();
     worker_ = nullptr;
     progress_->setRange(0, 1);
     run_button_->setEnabled(true);
     cancel_button_->setEnabled(false);
-    if (!*cancelled && *result) present(**result);
+    if (!cancel->cancelled() && *result) present(**result);
   });
   progress_->setRange(0, 0);  // busy
   run_button_->setEnabled(false);
@@ -300,10 +301,10 @@ void MainWindow::run_async() {
 }
 
 void MainWindow::cancel() {
-  // The computation cannot be interrupted mid-solve; its result is discarded and the previous
-  // result stays on screen.
-  if (cancelled_) *cancelled_ = true;
-  error_->setText("cancelled: the running computation's result will be discarded");
+  // The worker stops at its next check (between trials, inside long trials, between replicas of
+  // a per-rank step); the previous result stays on screen.
+  if (cancel_) cancel_->cancel();
+  error_->setText("cancelled: the previous result stays on screen");
 }
 
 void MainWindow::present(const RunResult& r) {

@@ -5,8 +5,9 @@
 // stays on screen for comparison.
 
 #include <QMainWindow>
-#include <atomic>
 #include <memory>
+
+#include "core/cancel.hpp"
 
 class QComboBox;
 class QDoubleSpinBox;
@@ -90,7 +91,7 @@ class MainWindow : public QMainWindow {
   QTableWidget* bom_ = nullptr;
   QString source_;
   QThread* worker_ = nullptr;
-  std::shared_ptr<std::atomic<bool>> cancelled_;
+  std::shared_ptr<core::CancelToken> cancel_;  ///< the running worker's
   QString last_summary_;
 };
 

@@ -74,6 +74,8 @@ struct Scenario {
     auto it = collective_algorithms.find(op);
     return it == collective_algorithms.end() ? "auto" : it->second;
   }
+  /// Hardware figures the scenario states that differ from its GPU's profile (printed by run).
+  std::vector<std::string> hardware_overrides;
   /// The published figure this scenario reproduces (optional `validation:` section).
   bool has_validation = false;
   ValidationSpec validation;

@@ -26,8 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "twin/scenario.hpp"
 #include "workload/parallelism.hpp"
+#include "workload/step_program.hpp"
 
 namespace twin::sim {
 
@@ -36,6 +38,9 @@ struct TimelineOp {
   std::string stream;  ///< compute or comm
   std::string name;    ///< F c3 mb5, B c0 mb1, DP all_reduce c2, FSDP all_gather ...
   double start_s = 0, end_s = 0;
+  int chunk = -1, micro_batch = -1;  ///< compute ops of the pipeline schedule
+  bool forward = false;
+  double compute_s = 0;  ///< the op's kernel time (the rest of it waits on communication)
 };
 
 struct StepReport {
@@ -61,14 +66,18 @@ struct StepReport {
   std::vector<std::pair<std::string, double>> link_utilization;  ///< mean, by link kind
   std::vector<double> link_bytes;                                ///< per step, by LinkId
   std::vector<std::pair<std::string, double>> collective_times;  ///< name, seconds each
+  workload::StepProgram program;                                 ///< the kernels that were run
+  int virtual_stages = 1;                                        ///< used (resolves auto)
+  std::vector<int> stage_layers;  ///< layers per stage used (resolves auto)
 };
 
 /// Throws core::Error when the scenario has no job, the parallelism is impossible or the
 /// model does not fit in GPU memory. `per_rank` simulates every data-parallel replica with its
 /// own TP/EP/pipeline groups solved separately (the check on the rank-class abstraction; cost
-/// grows with dp).
+/// grows with dp). With `cancel` set, throws core::Cancelled at the start and between replicas
+/// once it is cancelled.
 StepReport simulate_step(const Scenario& scenario, const std::string& engine = "native",
-                         bool per_rank = false);
+                         bool per_rank = false, const core::CancelToken* cancel = nullptr);
 
 std::string step_summary_text(const Scenario& scenario, const StepReport& report);
 std::string step_summary_json(const Scenario& scenario, const StepReport& report);
