@@ -134,8 +134,7 @@ std::string run_json(const sim::Scenario& scenario, const std::string& out_dir,
     const topology::Router router(fabric);
     return sim::fabric_only_json(scenario, fabric, router).dump(2) + "\n";
   }
-  token.throw_if_cancelled();
-  const sim::StepReport report = sim::simulate_step(scenario, engine, per_rank);
+  const sim::StepReport report = sim::simulate_step(scenario, engine, per_rank, &token);
   std::string summary = sim::step_summary_json(scenario, report);
   if (!out_dir.empty()) {
     std::filesystem::create_directories(out_dir);
@@ -158,7 +157,7 @@ std::string sweep_json(const PyScenario& base, const std::vector<std::string>& v
   sim::run_points(
       base.path(), points, settings,
       threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-      [&](const sim::PointResult& r) { results.push_back(r); }, false);
+      [&](const sim::PointResult& r) { results.push_back(r); }, false, &token);
   sim::mark_pareto(results);
   return sim::sweep_results_json(results);
 }
@@ -234,7 +233,7 @@ PYBIND11_MODULE(_clustertwin, m) {
         o.threads = threads;
         o.out_dir = out;
         return interruptible([&](const twin::core::CancelToken& token) {
-          token.throw_if_cancelled();
+          o.cancel = &token;
           return sim::campaign_json(sim::run_campaign(s.scenario(), o));
         });
       },

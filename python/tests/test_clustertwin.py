@@ -1,6 +1,10 @@
 """The Python module against the CLI and against numbers derivable by hand."""
 import json
+import os
+import signal
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -138,3 +142,16 @@ def test_results_h5_opens_with_h5py(tmp_path, scenarios):
         assert "timeline" in f and "links" in f
         assert f.attrs["step_time_s"] == pytest.approx(summary["step_time_s"])
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
+
+
+def test_ctrl_c_interrupts_a_long_campaign():
+    s = ct.Scenario.default()
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ct.campaign(s, trials=200_000, threads=1)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 3.0
