@@ -100,6 +100,31 @@ TEST(ValidationSpec, ParsesAndRejectsBadSections) {
   EXPECT_EQ(no_source.field(), "validation.source");
 }
 
+// Qwen3-30B-A3B's attention: 32 query heads and 4 KV heads of width 128 on hidden 2048, so the
+// projections are 2048 x (4096 + 2 x 512) + 4096 x 2048 = 18,874,368 parameters, and the score
+// FLOPs 4 T s (32 x 128) per layer; without head_dim both would use hidden / heads = 64.
+TEST(ModelShape, HeadDimOtherThanHiddenOverHeads) {
+  const Scenario s = parse_scenario(
+      "schema_version: 1\nmodel: {layers: 48, hidden: 2048, heads: 32, kv_heads: 4, head_dim: 128, "
+      "ffn_hidden: 768, vocab: 151936, seq_len: 4096, experts: 128, top_k: 8, "
+      "expert_ffn_hidden: 768}\n",
+      "qwen3.yaml");
+  EXPECT_EQ(s.model.kv_channels(), 128);
+  EXPECT_DOUBLE_EQ(s.model.attention_params(), 18874368.0);
+  EXPECT_DOUBLE_EQ(s.model.attention_score_flops(1), 48 * 4.0 * 4096 * 4096 * 4096);
+  workload::ModelSpec plain = s.model;
+  plain.head_dim = 0;
+  EXPECT_EQ(plain.kv_channels(), 64);
+  EXPECT_DOUBLE_EQ(plain.attention_params(), 2048.0 * (2048 + 2 * 256) + 2048.0 * 2048);
+  // hidden / heads need not be whole when head_dim is given (GPT-OSS: 2880 / 64 heads of 64).
+  EXPECT_NO_THROW(parse_scenario(
+      "schema_version: 1\nmodel: {layers: 2, hidden: 2880, heads: 64, kv_heads: 8, head_dim: 64, "
+      "ffn_hidden: 2880, vocab: 1000, seq_len: 128}\n",
+      "oss.yaml"));
+  const auto e = error_of([] { simulate_step(load_scenario("", {"model.head_dim=-1"})); });
+  EXPECT_EQ(e.field(), "model.head_dim");
+}
+
 // Expectation: each metric is the step report's figure, and the model-FLOP metric is Narayanan et
 // al.'s 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) per step for this GPT-style model.
 TEST(Validation, MetricsAreTheStepFiguresAndTheFlopsClosedForm) {

@@ -92,6 +92,7 @@ void read_model(MapReader r, workload::ModelSpec& m) {
   r.get("heads", m.heads);
   r.get("kv_heads", m.kv_heads);
   if (m.kv_heads == 0) m.kv_heads = m.heads;
+  r.get("head_dim", m.head_dim);
   r.get("ffn_hidden", m.ffn_hidden);
   r.get("vocab", m.vocab);
   r.get("seq_len", m.seq_len);
@@ -515,6 +516,7 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "hidden" << YAML::Value << m.hidden;
     out << YAML::Key << "heads" << YAML::Value << m.heads;
     out << YAML::Key << "kv_heads" << YAML::Value << m.kv_heads;
+    out << YAML::Key << "head_dim" << YAML::Value << m.head_dim;
     out << YAML::Key << "ffn_hidden" << YAML::Value << m.ffn_hidden;
     out << YAML::Key << "vocab" << YAML::Value << m.vocab;
     out << YAML::Key << "seq_len" << YAML::Value << m.seq_len;

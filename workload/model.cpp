@@ -8,8 +8,8 @@
 namespace twin::workload {
 
 double ModelSpec::attention_params() const {
-  const double h = hidden;
-  return h * (h + 2.0 * kv_width()) + h * h;
+  const double h = hidden, q = q_width();
+  return h * (q + 2.0 * kv_width()) + q * h;
 }
 
 double ModelSpec::dense_mlp_params() const {
@@ -40,7 +40,7 @@ double ModelSpec::active_params() const {
 
 double ModelSpec::attention_score_flops(double sequences) const {
   const double tokens = sequences * seq_len;
-  return layers * 4.0 * tokens * seq_len * hidden;
+  return layers * 4.0 * tokens * seq_len * q_width();
 }
 
 double ModelSpec::forward_flops(double sequences) const {
@@ -133,9 +133,13 @@ void validate(const ModelSpec& m) {
   positive(m.kv_heads, "model.kv_heads");
   positive(m.vocab, "model.vocab");
   positive(m.seq_len, "model.seq_len");
-  if (m.hidden % m.heads != 0)
-    throw core::Error("model.heads", std::to_string(m.heads),
-                      fmt::format("must divide model.hidden ({})", m.hidden));
+  if (m.head_dim < 0)
+    throw core::Error("model.head_dim", std::to_string(m.head_dim),
+                      "must be positive (or 0: hidden / heads)");
+  if (m.head_dim == 0 && m.hidden % m.heads != 0)
+    throw core::Error(
+        "model.heads", std::to_string(m.heads),
+        fmt::format("must divide model.hidden ({}), or set model.head_dim", m.hidden));
   if (m.heads % m.kv_heads != 0)
     throw core::Error("model.kv_heads", std::to_string(m.kv_heads),
                       fmt::format("must divide model.heads ({})", m.heads));

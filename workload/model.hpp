@@ -2,10 +2,11 @@
 /// Transformer model specifications (dense and Mixture-of-Experts), presets, and the parameter
 /// and FLOP counts derived from the layer shapes.
 ///
-/// Per layer, with tokens T, hidden h, query heads a, KV width h_kv = h * kv_heads / heads,
-/// MLP width f and m MLP matrices (3 for SwiGLU: gate, up, down; 2 for GELU):
-///   attention projections: h (h + 2 h_kv) + h h parameters, 2 T x that FLOPs forward
-///   attention scores:      4 T s h FLOPs forward (QK^T and AV, full square as Megatron counts)
+/// Per layer, with tokens T, hidden h, query heads a of width d (Megatron's kv_channels: h / a
+/// unless `head_dim` says otherwise, as in Qwen3 and GPT-OSS), query width h_q = a d, KV width
+/// h_kv = kv_heads d, MLP width f and m MLP matrices (3 for SwiGLU: gate, up, down; 2 for GELU):
+///   attention projections: h (h_q + 2 h_kv) + h_q h parameters, 2 T x that FLOPs forward
+///   attention scores:      4 T s h_q FLOPs forward (QK^T and AV, full square as Megatron counts)
 ///   dense MLP:             m h f parameters, 2 T m h f FLOPs forward
 ///   MoE MLP:               E experts of m h f_e (+ shared experts), router h E; a token uses
 ///                          top_k routed experts (+ shared): 2 T (top_k + shared) m h f_e FLOPs
@@ -24,6 +25,7 @@ struct ModelSpec {
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;
+  int head_dim = 0;  ///< width of one attention head; 0: hidden / heads
   int ffn_hidden = 0;
   int vocab = 0;
   int seq_len = 0;
@@ -39,7 +41,10 @@ struct ModelSpec {
   [[nodiscard]] bool moe() const { return experts > 0; }
   [[nodiscard]] int mlp_matrices() const { return mlp == "gelu" ? 2 : 3; }
   [[nodiscard]] int moe_layers() const { return moe() ? layers / moe_layer_every : 0; }
-  [[nodiscard]] int kv_width() const { return hidden / heads * kv_heads; }
+  /// Width of one attention head (Megatron's kv_channels).
+  [[nodiscard]] int kv_channels() const { return head_dim > 0 ? head_dim : hidden / heads; }
+  [[nodiscard]] int q_width() const { return kv_channels() * heads; }
+  [[nodiscard]] int kv_width() const { return kv_channels() * kv_heads; }
 
   /// Parameters of one transformer layer's attention block.
   [[nodiscard]] double attention_params() const;

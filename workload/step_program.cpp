@@ -96,7 +96,7 @@ double sum_flops(const std::vector<Kernel>& ks) {
 }
 
 struct Shape {
-  double T, Tsp, h, kv, f, fe, tp, s_local, s, head_dim, local_heads, b;
+  double T, Tsp, h, q, kv, f, fe, tp, s_local, s, head_dim, local_heads, b;
   double up;  // MLP input matrices fused in fc1: 2 (SwiGLU gate + up) or 1 (GeLU)
   bool rope, gelu;
 };
@@ -110,10 +110,11 @@ Shape shape_of(const ModelSpec& m, const ParallelismSpec& p) {
   x.tp = p.tp;
   x.Tsp = p.sequence_parallel ? x.T / x.tp : x.T;
   x.h = m.hidden;
+  x.q = m.q_width();
   x.kv = m.kv_width();
   x.f = m.ffn_hidden;
   x.fe = m.expert_ffn_hidden;
-  x.head_dim = static_cast<double>(m.hidden) / m.heads;
+  x.head_dim = m.kv_channels();
   x.local_heads = static_cast<double>(m.heads) / p.tp;
   x.up = m.mlp_matrices() - 1;
   x.gelu = m.mlp == "gelu";
@@ -125,9 +126,9 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p,
                      const TrainingSpec& t, int cp) {
   const bool selective = p.recompute == "selective";
   bb.elementwise("input norm", x.Tsp * x.h, 2, 5, 3);
-  const double qkv = bb.gemm("qkv", x.T, (x.h + 2 * x.kv) / x.tp, x.h, 1, false, true);
+  const double qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, true);
   const double qkv_bwd = bb.last_dgrad_s();
-  if (x.rope) bb.elementwise("rotary", x.T * (x.h + x.kv) / x.tp, 2, 6, 2);
+  if (x.rope) bb.elementwise("rotary", x.T * (x.q + x.kv) / x.tp, 2, 6, 2);
   const double bh = x.b * x.local_heads;
   double attn_f = 0, attn_b = 0;
   if (t.attention != "unfused") {
@@ -142,7 +143,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p,
     if (selective || p.recompute == "full") bb.block.recompute.push_back(f);
     bb.block.forward.push_back(std::move(f));
     bb.block.backward.push_back(
-        bb.c_.memory("flash attention bwd preprocess (dO.O)", 2.0 * x.T * x.h / x.tp * 2.0));
+        bb.c_.memory("flash attention bwd preprocess (dO.O)", 2.0 * x.T * x.q / x.tp * 2.0));
     bb.block.backward.push_back(std::move(b));
     attn_b += bb.block.backward[bb.block.backward.size() - 2].time_s;
   } else {
@@ -166,7 +167,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p,
   (void)cp;
   bb.block.attention_forward_s += attn_f;
   bb.block.attention_backward_s += attn_b;
-  const double proj = bb.gemm("attention proj", x.T, x.h, x.h / x.tp);
+  const double proj = bb.gemm("attention proj", x.T, x.h, x.q / x.tp);
   bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
   bb.block.tp_overlap_forward_s = {qkv, proj};
   bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
