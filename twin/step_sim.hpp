@@ -36,6 +36,12 @@ struct TimelineOp {
   std::string stream;  ///< compute or comm
   std::string name;    ///< F c3 mb5, B c0 mb1, DP all_reduce c2, FSDP all_gather ...
   double start_s = 0, end_s = 0;
+  /// Compute ops: their kernels' time and the TP and EP collectives inside [start_s, end_s]
+  /// (the rest of the span is waiting for overlapped data-parallel traffic).
+  double compute_s = 0, tp_s = 0, ep_s = 0;
+  /// Compute ops fed by another stage: the activation (forward) or gradient (backward) transfer
+  /// they waited for, from the producing op's end (both 0 when none).
+  double p2p_start_s = 0, p2p_end_s = 0;
 };
 
 struct StepReport {
