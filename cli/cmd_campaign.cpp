@@ -22,7 +22,14 @@ Action add_campaign(CLI::App& app) {
     const sim::Scenario scenario = opts->load();
     sim::CampaignOptions o = *options;
     o.progress = !opts->json && isatty(STDERR_FILENO) != 0;
-    const sim::CampaignReport report = sim::run_campaign(scenario, o);
+    o.cancel = interrupt_token();
+    sim::CampaignReport report;
+    try {
+      report = sim::run_campaign(scenario, o);
+    } catch (const core::Cancelled&) {
+      if (o.progress) fmt::print(stderr, "\n");  // end the progress bar's line
+      throw;
+    }
     fmt::print("{}",
                opts->json ? sim::campaign_json(report) : sim::campaign_text(scenario, report));
     return 0;

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -54,6 +56,72 @@ void mpi_done() {
 #endif
 }
 
+/// Rank 0's loop: reused rows, its own points (threads) and, under MPI, the other ranks' rows,
+/// recorded in point order.
+void record_points(const SweepArgs& args, const std::vector<sim::SweepPoint>& points,
+                   const std::vector<sim::SweepPoint>& todo,
+                   const std::map<std::string, sim::PointResult>& done_before, const World& world,
+                   bool progress, const std::function<void(const sim::PointResult&)>& record) {
+  if (world.size == 1) {
+    std::map<int, sim::PointResult> reused;
+    for (const auto& p : points)
+      if (done_before.count(p.label)) {
+        reused[p.index] = done_before.at(p.label);
+        reused[p.index].index = p.index;
+      }
+    // New results arrive in order among themselves; interleave the reused ones by index.
+    auto flush_reused = [&](int upto) {
+      while (!reused.empty() && reused.begin()->first < upto) {
+        record(reused.begin()->second);
+        reused.erase(reused.begin());
+      }
+    };
+    sim::run_points(
+        args.scenario.path, todo, args.settings,
+        args.threads > 0 ? args.threads
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+        [&](const sim::PointResult& r) {
+          flush_reused(r.index);
+          record(r);
+        },
+        progress, interrupt_token());
+    flush_reused(static_cast<int>(points.size()));
+  } else {
+#ifdef CLUSTERTWIN_WITH_MPI
+    // Rank 0 walks the points in order: its own it computes, others it receives.
+    for (const auto& p : points) {
+      if (done_before.count(p.label)) {
+        sim::PointResult r = done_before.at(p.label);
+        r.index = p.index;
+        record(r);
+      } else if (p.index % world.size == 0) {
+        record(sim::run_point(args.scenario.path, p, args.settings, interrupt_token()));
+      } else {
+        MPI_Status status;
+        MPI_Probe(p.index % world.size, p.index, MPI_COMM_WORLD, &status);
+        int count = 0;
+        MPI_Get_count(&status, MPI_CHAR, &count);
+        std::string row(static_cast<std::size_t>(count), '\0');
+        MPI_Recv(row.data(), count, MPI_CHAR, p.index % world.size, p.index, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        auto parsed = sim::read_csv(sim::csv_header(args.settings) + row, args.settings);
+        sim::PointResult r;
+        if (!parsed.empty()) {
+          r = parsed.begin()->second;
+        } else {  // an "error" row: keep what the rank said
+          r.index = p.index;
+          r.label = p.label;
+          r.status = "error";
+          r.reason = row;
+        }
+        r.index = p.index;
+        record(r);
+      }
+    }
+#endif
+  }
+}
+
 int run_sweep(const SweepArgs& args) {
   std::vector<sim::Vary> vary;
   for (const auto& v : args.vary) vary.push_back(sim::parse_vary(v));
@@ -88,7 +156,7 @@ int run_sweep(const SweepArgs& args) {
           const std::string row = sim::csv_row(r, args.settings);
           MPI_Send(row.data(), static_cast<int>(row.size()), MPI_CHAR, 0, r.index, MPI_COMM_WORLD);
         },
-        false);
+        false, interrupt_token());
 #endif
     mpi_done();
     return 0;
@@ -110,64 +178,20 @@ int run_sweep(const SweepArgs& args) {
     results.push_back(r);
   };
 
-  if (world.size == 1) {
-    std::map<int, sim::PointResult> reused;
-    for (const auto& p : points)
-      if (done_before.count(p.label)) {
-        reused[p.index] = done_before.at(p.label);
-        reused[p.index].index = p.index;
-      }
-    // New results arrive in order among themselves; interleave the reused ones by index.
-    auto flush_reused = [&](int upto) {
-      while (!reused.empty() && reused.begin()->first < upto) {
-        record(reused.begin()->second);
-        reused.erase(reused.begin());
-      }
-    };
-    const bool progress = !args.scenario.json && isatty(STDERR_FILENO) != 0;
-    sim::run_points(
-        args.scenario.path, todo, args.settings,
-        args.threads > 0 ? args.threads
-                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-        [&](const sim::PointResult& r) {
-          flush_reused(r.index);
-          record(r);
-        },
-        progress);
-    flush_reused(static_cast<int>(points.size()));
-  } else {
-#ifdef CLUSTERTWIN_WITH_MPI
-    // Rank 0 walks the points in order: its own it computes, others it receives.
-    for (const auto& p : points) {
-      if (done_before.count(p.label)) {
-        sim::PointResult r = done_before.at(p.label);
-        r.index = p.index;
-        record(r);
-      } else if (p.index % world.size == 0) {
-        record(sim::run_point(args.scenario.path, p, args.settings));
-      } else {
-        MPI_Status status;
-        MPI_Probe(p.index % world.size, p.index, MPI_COMM_WORLD, &status);
-        int count = 0;
-        MPI_Get_count(&status, MPI_CHAR, &count);
-        std::string row(static_cast<std::size_t>(count), '\0');
-        MPI_Recv(row.data(), count, MPI_CHAR, p.index % world.size, p.index, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-        auto parsed = sim::read_csv(sim::csv_header(args.settings) + row, args.settings);
-        sim::PointResult r;
-        if (!parsed.empty()) {
-          r = parsed.begin()->second;
-        } else {  // an "error" row: keep what the rank said
-          r.index = p.index;
-          r.label = p.label;
-          r.status = "error";
-          r.reason = row;
-        }
-        r.index = p.index;
-        record(r);
-      }
-    }
-#endif
+  // On Ctrl-C: every row recorded so far is complete and on disk; a rerun resumes from them.
+  const bool progress = !args.scenario.json && isatty(STDERR_FILENO) != 0;
+  auto interrupted = [&] {
+    if (progress) fmt::print(stderr, "\n");  // end the progress bar's line
+    return core::Cancelled(fmt::format(
+        "{} of {} points finished{}", results.size(), points.size(),
+        csv_path.empty()
+            ? ""
+            : " (in " + csv_path + " and sweep.h5; the same command resumes from them)"));
+  };
+  try {
+    record_points(args, points, todo, done_before, world, progress, record);
+  } catch (const core::Cancelled&) {
+    throw interrupted();
   }
   sim::mark_pareto(results);
   fmt::print("{}", args.scenario.json ? sim::sweep_results_json(results)

@@ -7,11 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "twin/scenario.hpp"
 
 namespace twin::cli {
 
 using Action = std::function<int()>;
+
+/// Cancelled by Ctrl-C (SIGINT); long commands pass it to the work they start. A second Ctrl-C
+/// kills the process the usual way.
+const core::CancelToken* interrupt_token();
 
 /// The options every scenario-driven subcommand takes: [SCENARIO] [--set k=v]... [--json].
 struct ScenarioOptions {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 #include <map>
 
@@ -10,6 +11,23 @@
 #include "core/error.hpp"
 
 namespace twin::cli {
+namespace {
+
+// The one process-wide object: a signal handler can reach nothing else. Its flag is a lock-free
+// atomic, so setting it from the handler is async-signal-safe.
+core::CancelToken interrupt;
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_sigint(int /*signal*/) {
+  interrupt.cancel();
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
+}
+
+}  // namespace
+
+const core::CancelToken* interrupt_token() {
+  return &interrupt;
+}
 
 void ScenarioOptions::add_to(CLI::App& cmd, bool with_json) {
   cmd.add_option("scenario", path, "Scenario YAML file (default: the embedded 4,096-GPU cluster)")
@@ -44,9 +62,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  std::signal(SIGINT, twin::cli::on_sigint);
   try {
     for (auto& [cmd, action] : actions)
       if (cmd->parsed()) return action();
+  } catch (const twin::core::Cancelled& e) {
+    fmt::print(stderr, "clustertwin: interrupted: {}\n", e.what());
+    return 130;  // 128 + SIGINT, as a shell reports a job stopped by Ctrl-C
   } catch (const twin::core::Error& e) {
     fmt::print(stderr, "clustertwin: error: {}\n", e.what());
     return 2;

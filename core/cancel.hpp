@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
 
 namespace twin::core {
 
@@ -16,6 +17,8 @@ namespace twin::core {
 class Cancelled : public std::runtime_error {
  public:
   Cancelled() : std::runtime_error("cancelled") {}
+  /// `what` says how far the work got, e.g. "12 of 100 trials finished".
+  explicit Cancelled(const std::string& what) : std::runtime_error(what) {}
 };
 
 class CancelToken {

@@ -21,7 +21,7 @@ std::shared_ptr<RunResult> compute_result(const RunInputs& in, const core::Cance
     const topology::FabricState state = sim::fabric_state(r->scenario, *r->fabric);
     core::check(cancel);
     if (r->scenario.has_job) {
-      r->step = sim::simulate_step(r->scenario);
+      r->step = sim::simulate_step(r->scenario, "native", false, cancel);
       r->has_step = true;
       r->train_days = r->step.time_to_train_days;
       core::check(cancel);
@@ -31,7 +31,7 @@ std::shared_ptr<RunResult> compute_result(const RunInputs& in, const core::Cance
         healthy.failed_switches.clear();
         healthy.failed_cables.clear();
         healthy.degraded_cables.clear();
-        const sim::StepReport h = sim::simulate_step(healthy);
+        const sim::StepReport h = sim::simulate_step(healthy, "native", false, cancel);
         r->healthy_link_bytes = h.link_bytes;
         r->healthy_step_s = h.step_time_s;
         r->has_healthy = true;
@@ -41,6 +41,7 @@ std::shared_ptr<RunResult> compute_result(const RunInputs& in, const core::Cance
         sim::CampaignOptions o;
         o.trials = in.trials;
         o.threads = in.threads;
+        o.cancel = cancel;  // checked before every trial and inside long ones
         r->campaign = sim::run_campaign(r->scenario, o);
         r->has_campaign = true;
         r->train_days = r->campaign.days.p50;

@@ -46,8 +46,8 @@ struct RunInputs {
   std::shared_ptr<const RunResult> baseline;  ///< for the per-link comparison (may be null)
 };
 
-/// Everything one run shows; errors are kept in the result, never thrown. `cancel` is checked
-/// between phases (and inside them where the simulation supports it).
+/// Everything one run shows; errors are kept in the result, never thrown. `cancel` stops the
+/// step simulations and the campaign (between and inside trials) and the run between phases.
 std::shared_ptr<RunResult> compute_result(const RunInputs& in, const core::CancelToken* cancel);
 
 /// True when two runs' fabrics have the same links, so loads can be compared link by link.

@@ -84,7 +84,7 @@ double checkpoint_pause_s(const CampaignInputs& in) {
 }
 
 TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t seed, int trial,
-                      std::vector<CampaignEvent>* events) {
+                      std::vector<CampaignEvent>* events, const core::CancelToken* cancel) {
   core::Rng rng = core::Rng(seed).split(static_cast<std::uint64_t>(trial));
   const NodeRates rates = node_rates(in);
   const auto& f = in.failures;
@@ -220,6 +220,7 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
           "recovery", "",
           "the run never finishes: failures arrive faster than checkpoints can save work "
           "(shorten checkpoint_interval_min, speed up checkpoints or lower failure rates)");
+    if (guard % 4096 == 0) core::check(cancel);
     const double s = slowdown();
     const double rate = 1.0 / s;
     if (failing_dirty) {  // the earliest node failure changes only when a node is replaced
@@ -380,7 +381,7 @@ namespace {
 void run_trials(
     const CampaignInputs& in, double interval, std::uint64_t seed, int n, int threads,
     const std::function<void(int, const TrialResult&, const std::vector<CampaignEvent>&)>& done,
-    bool record_events, bool progress) {
+    bool record_events, bool progress, const core::CancelToken* cancel) {
   struct Trial {
     TrialResult result;
     std::vector<CampaignEvent> events;
@@ -388,8 +389,9 @@ void run_trials(
   core::ordered_parallel(
       n, threads,
       [&](int i) {
+        core::check(cancel);
         Trial t;
-        t.result = run_trial(in, interval, seed, i, record_events ? &t.events : nullptr);
+        t.result = run_trial(in, interval, seed, i, record_events ? &t.events : nullptr, cancel);
         return t;
       },
       [&](int i, const Trial& t) { done(i, t.result, t.events); }, progress ? "trials" : nullptr);
@@ -426,77 +428,91 @@ CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) 
   }
   std::vector<double> ettr, days;
   double interruptions = 0, wall = 0;
-  run_trials(
-      in, rep.interval_s, o.seed, o.trials, threads,
-      [&](int i, const TrialResult& r, const std::vector<CampaignEvent>& events) {
-        ettr.push_back(r.ettr);
-        days.push_back(r.wall_s / kDay);
-        interruptions += r.interruptions;
-        wall += r.wall_s;
-        for (const auto& [cause, n] : r.by_cause) rep.interruptions_by_cause[cause] += n;
-        for (const auto& [cause, h] : r.lost_gpu_hours) rep.lost_gpu_hours[cause] += h;
-        rep.spares_used += r.spares_used;
-        if (writer) writer->trial(i, r, events);
-      },
-      writer != nullptr, o.progress);
+  try {
+    run_trials(
+        in, rep.interval_s, o.seed, o.trials, threads,
+        [&](int i, const TrialResult& r, const std::vector<CampaignEvent>& events) {
+          ettr.push_back(r.ettr);
+          days.push_back(r.wall_s / kDay);
+          interruptions += r.interruptions;
+          wall += r.wall_s;
+          for (const auto& [cause, n] : r.by_cause) rep.interruptions_by_cause[cause] += n;
+          for (const auto& [cause, h] : r.lost_gpu_hours) rep.lost_gpu_hours[cause] += h;
+          rep.spares_used += r.spares_used;
+          if (writer) writer->trial(i, r, events);
+        },
+        writer != nullptr, o.progress, o.cancel);
+  } catch (const core::Cancelled&) {
+    throw core::Cancelled(fmt::format("{} of {} trials finished{}", ettr.size(), o.trials,
+                                      writer ? " (in " + o.out_dir + "/campaign.h5)" : ""));
+  }
   rep.ettr = percentiles(ettr);
   rep.days = percentiles(days);
   rep.trial_days = days;
-  run_trial(in, rep.interval_s, o.seed, 0, &rep.sample_events);
-  rep.interruptions_per_day = interruptions / (wall / kDay);
-  for (auto& [k, v] : rep.interruptions_by_cause) v /= o.trials;
-  for (auto& [k, v] : rep.lost_gpu_hours) v /= o.trials;
-  rep.spares_used /= o.trials;
+  const std::string written = writer ? " (in " + o.out_dir + "/campaign.h5)" : "";
+  writer.reset();  // every trial is on disk: close the file before the what-if runs
+  try {
+    run_trial(in, rep.interval_s, o.seed, 0, &rep.sample_events, o.cancel);
+    rep.interruptions_per_day = interruptions / (wall / kDay);
+    for (auto& [k, v] : rep.interruptions_by_cause) v /= o.trials;
+    for (auto& [k, v] : rep.lost_gpu_hours) v /= o.trials;
+    rep.spares_used /= o.trials;
 
-  // The checkpoint interval that maximizes mean ETTR, on the same seeds (common random numbers).
-  if (rep.young_daly_s > 0) {
-    const int grid_trials = std::min(o.trials, 64);
-    double best = -1;
-    for (double factor : {0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0}) {
-      const double interval = rep.young_daly_s * factor;
-      if (interval > in.work_s) continue;
-      double sum = 0, sum_sq = 0;
-      run_trials(
-          in, interval, o.seed, grid_trials, threads,
-          [&](int, const TrialResult& r, const std::vector<CampaignEvent>&) {
-            sum += r.ettr;
-            sum_sq += r.ettr * r.ettr;
-          },
-          false, false);
-      const double mean = sum / grid_trials;
-      const double var =
-          grid_trials > 1 ? std::max(0.0, (sum_sq - grid_trials * mean * mean) / (grid_trials - 1))
-                          : 0.0;
-      rep.interval_curve.emplace_back(interval, mean);
-      rep.interval_curve_sem.push_back(std::sqrt(var / grid_trials));
-      if (mean > best) {
-        best = mean;
-        rep.best_interval_s = interval;
+    // The checkpoint interval that maximizes mean ETTR, on the same seeds (common random numbers).
+    if (rep.young_daly_s > 0) {
+      const int grid_trials = std::min(o.trials, 64);
+      double best = -1;
+      for (double factor : {0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0}) {
+        const double interval = rep.young_daly_s * factor;
+        if (interval > in.work_s) continue;
+        double sum = 0, sum_sq = 0;
+        run_trials(
+            in, interval, o.seed, grid_trials, threads,
+            [&](int, const TrialResult& r, const std::vector<CampaignEvent>&) {
+              sum += r.ettr;
+              sum_sq += r.ettr * r.ettr;
+            },
+            false, false, o.cancel);
+        const double mean = sum / grid_trials;
+        const double var =
+            grid_trials > 1
+                ? std::max(0.0, (sum_sq - grid_trials * mean * mean) / (grid_trials - 1))
+                : 0.0;
+        rep.interval_curve.emplace_back(interval, mean);
+        rep.interval_curve_sem.push_back(std::sqrt(var / grid_trials));
+        if (mean > best) {
+          best = mean;
+          rep.best_interval_s = interval;
+        }
       }
     }
+    // What if there were no stragglers (and no GC drift)?
+    CampaignInputs clean = in;
+    clean.stragglers = false;
+    std::vector<double> ettr_clean, days_clean;
+    run_trials(
+        clean, rep.interval_s, o.seed, o.trials, threads,
+        [&](int, const TrialResult& r, const std::vector<CampaignEvent>&) {
+          ettr_clean.push_back(r.ettr);
+          days_clean.push_back(r.wall_s / kDay);
+        },
+        false, false, o.cancel);
+    rep.ettr_without_stragglers = percentiles(ettr_clean);
+    rep.days_without_stragglers = percentiles(days_clean);
+  } catch (const core::Cancelled&) {
+    throw core::Cancelled(
+        fmt::format("all {} trials finished{}; the interval sweep and the what-if were cut short",
+                    o.trials, written));
   }
-  // What if there were no stragglers (and no GC drift)?
-  CampaignInputs clean = in;
-  clean.stragglers = false;
-  std::vector<double> ettr_clean, days_clean;
-  run_trials(
-      clean, rep.interval_s, o.seed, o.trials, threads,
-      [&](int, const TrialResult& r, const std::vector<CampaignEvent>&) {
-        ettr_clean.push_back(r.ettr);
-        days_clean.push_back(r.wall_s / kDay);
-      },
-      false, false);
-  rep.ettr_without_stragglers = percentiles(ettr_clean);
-  rep.days_without_stragglers = percentiles(days_clean);
   return rep;
 }
 
 CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& options) {
-  const StepReport healthy = simulate_step(scenario);
+  const StepReport healthy = simulate_step(scenario, "native", false, options.cancel);
   Scenario slow = scenario;
   slow.slow_gpu = 0;
   slow.slow_factor = scenario.failures.straggler_factor;
-  const StepReport straggling = simulate_step(slow);
+  const StepReport straggling = simulate_step(slow, "native", false, options.cancel);
   CampaignInputs in;
   in.gpus = healthy.gpus;
   in.gpus_per_node = scenario.cluster.gpus_per_node;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "failure_models/failures.hpp"
 #include "twin/scenario.hpp"
 
@@ -60,9 +61,11 @@ struct CampaignEvent {
   double progress = 0;  ///< fraction of the run's work done at that moment
 };
 
-/// One trial, deterministic in (seed, trial).
+/// One trial, deterministic in (seed, trial). With `cancel` set, throws core::Cancelled within a
+/// few thousand events of its cancellation.
 TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t seed, int trial,
-                      std::vector<CampaignEvent>* events = nullptr);
+                      std::vector<CampaignEvent>* events = nullptr,
+                      const core::CancelToken* cancel = nullptr);
 
 /// Job-level failure rate (failures per second, fleet-average, all causes incl. correlated).
 double job_failure_rate(const CampaignInputs& in);
@@ -98,6 +101,9 @@ struct CampaignOptions {
   int threads = 0;        ///< 0: hardware concurrency
   std::string out_dir;    ///< incremental HDF5 (campaign.h5) when set
   bool progress = false;  ///< progress bar on stderr
+  /// Checked before every trial and inside long ones. On cancellation run_campaign throws
+  /// core::Cancelled saying how many trials finished; those are already in campaign.h5.
+  const core::CancelToken* cancel = nullptr;
 };
 
 /// Runs the scenario's campaign: the step simulation for the healthy and straggler states, then

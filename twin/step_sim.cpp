@@ -208,7 +208,9 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
 
 }  // namespace
 
-StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank) {
+StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank,
+                         const core::CancelToken* cancel) {
+  core::check(cancel);
   if (!scenario.has_job)
     throw core::Error("model", "", "the scenario has no model section: nothing to train",
                       scenario.source);
@@ -356,13 +358,17 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
   Instance worst;
   if (per_rank) {
     for (int replica = 0; replica < layout.dp; ++replica) {
+      core::check(cancel);
       Instance one =
           run_instance(p, layout, cost, build_comm(replica), optimizer_s, scale, overlap);
       if (replica == 0 || one.step_s > worst.step_s) worst = std::move(one);
     }
     std::fill(r.link_bytes.begin(), r.link_bytes.end(),
               0.0);  // recount: private groups per replica
-    for (int replica = 0; replica < layout.dp; ++replica) build_comm(replica);
+    for (int replica = 0; replica < layout.dp; ++replica) {
+      core::check(cancel);
+      build_comm(replica);
+    }
   } else {
     worst = run_instance(p, layout, cost, comm, optimizer_s, scale, overlap);
   }

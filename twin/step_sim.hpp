@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "twin/scenario.hpp"
 #include "workload/parallelism.hpp"
 
@@ -72,9 +73,10 @@ struct StepReport {
 /// Throws core::Error when the scenario has no job, the parallelism is impossible or the
 /// model does not fit in GPU memory. `per_rank` simulates every data-parallel replica with its
 /// own TP/EP/pipeline groups solved separately (the check on the rank-class abstraction; cost
-/// grows with dp).
+/// grows with dp). With `cancel` set, throws core::Cancelled at the start and between replicas
+/// once it is cancelled.
 StepReport simulate_step(const Scenario& scenario, const std::string& engine = "native",
-                         bool per_rank = false);
+                         bool per_rank = false, const core::CancelToken* cancel = nullptr);
 
 std::string step_summary_text(const Scenario& scenario, const StepReport& report);
 std::string step_summary_json(const Scenario& scenario, const StepReport& report);

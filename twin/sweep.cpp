@@ -117,7 +117,8 @@ std::vector<SweepPoint> sweep_points(const std::string& scenario_path,
 }
 
 PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
-                      const SweepSettings& s) {
+                      const SweepSettings& s, const core::CancelToken* cancel) {
+  core::check(cancel);
   PointResult r;
   r.index = point.index;
   r.label = point.label;
@@ -125,7 +126,7 @@ PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
     const Scenario sc = load_scenario(scenario_path, point.overrides);
     const topology::Fabric fabric(sc.cluster, sc.fabric);
     const topology::Bom bom = topology::compute_bom(fabric);
-    const StepReport step = simulate_step(sc);
+    const StepReport step = simulate_step(sc, "native", false, cancel);
     const double days = sc.training.tokens / step.tokens_per_s / 86400.0;
     double wall_days = days;
     std::vector<std::pair<std::string, double>> campaign;
@@ -134,6 +135,7 @@ PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
       o.trials = s.trials;
       o.seed = s.seed;
       o.threads = 1;
+      o.cancel = cancel;
       const CampaignReport c = run_campaign(sc, o);
       wall_days = c.days.p50;
       double lost = 0;
@@ -158,6 +160,8 @@ PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
                  {"usd_per_million_tokens", cost.usd_per_million_tokens}};
     r.metrics.insert(r.metrics.end(), campaign.begin(), campaign.end());
     r.status = "ok";
+  } catch (const core::Cancelled&) {
+    throw;  // not a property of the point
   } catch (const core::Error& e) {
     r.status = "infeasible";
     r.reason = e.what();
@@ -170,10 +174,13 @@ PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
 
 void run_points(const std::string& scenario_path, const std::vector<SweepPoint>& points,
                 const SweepSettings& s, int threads,
-                const std::function<void(const PointResult&)>& done, bool progress) {
+                const std::function<void(const PointResult&)>& done, bool progress,
+                const core::CancelToken* cancel) {
   core::ordered_parallel(
       static_cast<int>(points.size()), threads,
-      [&](int i) { return run_point(scenario_path, points[static_cast<std::size_t>(i)], s); },
+      [&](int i) {
+        return run_point(scenario_path, points[static_cast<std::size_t>(i)], s, cancel);
+      },
       [&](int, const PointResult& r) { done(r); }, progress ? "points" : nullptr);
 }
 

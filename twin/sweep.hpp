@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
+
 namespace twin::sim {
 
 struct Vary {
@@ -48,13 +50,18 @@ struct SweepSettings {
   std::uint64_t seed = 1;
 };
 
+/// One point. Errors become the point's status; a cancellation (`cancel`, checked before the
+/// point and inside its step and campaign) propagates as core::Cancelled.
 PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
-                      const SweepSettings& s);
+                      const SweepSettings& s, const core::CancelToken* cancel = nullptr);
 
-/// Runs points on threads; `done` is called in point order (for incremental output).
+/// Runs points on threads; `done` is called in point order (for incremental output). On
+/// cancellation throws core::Cancelled once the running points have stopped; every point handed
+/// to `done` before that is complete.
 void run_points(const std::string& scenario_path, const std::vector<SweepPoint>& points,
                 const SweepSettings& s, int threads,
-                const std::function<void(const PointResult&)>& done, bool progress);
+                const std::function<void(const PointResult&)>& done, bool progress,
+                const core::CancelToken* cancel = nullptr);
 
 /// Marks points no other point of the same workload (model, parallelism, training fields)
 /// beats on both capital cost and time to train.

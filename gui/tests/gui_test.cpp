@@ -8,6 +8,7 @@
 #include <QLegendMarker>
 #include <QPixmap>
 #include <QSpinBox>
+#include <QThread>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -296,6 +297,40 @@ TEST(Gui, CompareShowsTheCostOfOversubscription) {
   EXPECT_GT(row("step time").baseline, 0.0);
   EXPECT_GT(row("ETTR P50").baseline, 0.0);
   EXPECT_GT(row("run cost").baseline, 0.0);
+}
+
+TEST(Gui, CancelEndsALongCampaignWithinASecond) {
+  MainWindow window;
+  ASSERT_TRUE(window.load_file(kScenarios + "small-moe.yaml"));
+  // 100,000 trials of a run 100 times longer than the scenario's: minutes of work.
+  window.set_yaml(QString::fromStdString(twin::gui::yaml_set(window.yaml().toStdString(),
+                                                             "training.tokens", "1.0e13")),
+                  "long.yaml");
+  window.set_trials(100000);
+  bool finished = false;
+  QObject::connect(&window, &MainWindow::run_finished, [&] { finished = true; });
+  auto pump = [&](QElapsedTimer& t, qint64 ms, bool until_finished) {
+    while (t.elapsed() < ms && !(until_finished && finished)) {
+      QApplication::processEvents(QEventLoop::AllEvents, 20);
+      QThread::msleep(5);
+    }
+  };
+  window.run_async();
+  ASSERT_TRUE(window.running());
+  QElapsedTimer warmup;
+  warmup.start();
+  pump(warmup, 700, false);  // the campaign's trials are running by now
+  ASSERT_TRUE(window.running()) << "the campaign ended before it could be cancelled";
+  QElapsedTimer timer;
+  timer.start();
+  window.cancel();
+  pump(timer, 10000, true);
+  const double seconds = static_cast<double>(timer.elapsed()) / 1000.0;
+  std::printf("cancel took %.3f s\n", seconds);
+  EXPECT_TRUE(finished);
+  EXPECT_FALSE(window.running());
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_TRUE(window.error_text().startsWith("cancelled")) << window.error_text().toStdString();
 }
 
 TEST(Gui, BadYamlShowsAnErrorInsteadOfCrashing) {
