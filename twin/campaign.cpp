@@ -465,13 +465,21 @@ CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) 
       for (double factor : {0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0}) {
         const double interval = rep.young_daly_s * factor;
         if (interval > in.work_s) continue;
-        double sum = 0;
+        double sum = 0, sum_sq = 0;
         run_trials(
             in, interval, o.seed, grid_trials, threads,
-            [&](int, const TrialResult& r, const std::vector<CampaignEvent>&) { sum += r.ettr; },
+            [&](int, const TrialResult& r, const std::vector<CampaignEvent>&) {
+              sum += r.ettr;
+              sum_sq += r.ettr * r.ettr;
+            },
             false, false, o.cancel);
         const double mean = sum / grid_trials;
+        const double var =
+            grid_trials > 1
+                ? std::max(0.0, (sum_sq - grid_trials * mean * mean) / (grid_trials - 1))
+                : 0.0;
         rep.interval_curve.emplace_back(interval, mean);
+        rep.interval_curve_sem.push_back(std::sqrt(var / grid_trials));
         if (mean > best) {
           best = mean;
           rep.best_interval_s = interval;

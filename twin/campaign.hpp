@@ -91,6 +91,8 @@ struct CampaignReport {
   std::vector<double> trial_days;                         ///< time to train of every trial
   std::vector<CampaignEvent> sample_events;               ///< the first trial's timeline
   double step_time_s = 0, straggler_slowdown = 1;
+  /// Monte Carlo standard error of each interval_curve mean (sample sd / sqrt(trials)).
+  std::vector<double> interval_curve_sem;
 };
 
 struct CampaignOptions {

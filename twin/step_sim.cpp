@@ -114,30 +114,35 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
       while (next[s] < order[s].size()) {
         const Op op = order[s][next[s]];
         // The op this one waits for, and the transfer between them.
-        double ready = 0;
+        double ready = 0, produced = 0;
         if (op.forward) {
           if (s > 0) {
             const double e = end[index(s - 1, true, op.chunk, op.micro_batch)];
             if (e < 0) break;
             ready = e + comm[s - 1].p2p_s;
+            produced = e;
           } else if (op.chunk > 0) {
             const double e = end[index(pp - 1, true, op.chunk - 1, op.micro_batch)];
             if (e < 0) break;
             ready = e + comm[pp - 1].p2p_s;
+            produced = e;
           }
         } else {
           if (s < pp - 1) {
             const double e = end[index(s + 1, false, op.chunk, op.micro_batch)];
             if (e < 0) break;
             ready = e + comm[s].p2p_s;
+            produced = e;
           } else if (op.chunk < v - 1) {
             const double e = end[index(0, false, op.chunk + 1, op.micro_batch)];
             if (e < 0) break;
             ready = e + comm[s].p2p_s;
+            produced = e;
           } else {
             const double e = end[index(s, true, op.chunk, op.micro_batch)];
             if (e < 0) break;
             ready = e;
+            produced = e;  // its own forward: no transfer
           }
         }
         const double start = std::max(ready, compute_free[s]);
@@ -211,7 +216,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
         out.timeline.push_back(
             {s, "compute",
              fmt::format("{} c{} mb{}", op.forward ? "F" : "B", op.chunk, op.micro_batch), start,
-             finish, op.chunk, op.micro_batch, op.forward, compute});
+             finish, op.chunk, op.micro_batch, op.forward, compute, tp, ep,
+             ready > produced ? produced : 0.0, ready > produced ? ready : 0.0});
         if (!op.forward) ++backward_done[s][op.chunk];
         ++next[s];
         --remaining;

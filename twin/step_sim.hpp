@@ -40,7 +40,12 @@ struct TimelineOp {
   double start_s = 0, end_s = 0;
   int chunk = -1, micro_batch = -1;  ///< compute ops of the pipeline schedule
   bool forward = false;
-  double compute_s = 0;  ///< the op's kernel time (the rest of it waits on communication)
+  /// Compute ops: their kernels' time and the TP and EP collectives inside [start_s, end_s]
+  /// (the rest of the span is waiting for overlapped data-parallel traffic).
+  double compute_s = 0, tp_s = 0, ep_s = 0;
+  /// Compute ops fed by another stage: the activation (forward) or gradient (backward) transfer
+  /// they waited for, from the producing op's end (both 0 when none).
+  double p2p_start_s = 0, p2p_end_s = 0;
 };
 
 struct StepReport {
