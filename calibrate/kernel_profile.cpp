@@ -155,6 +155,10 @@ KernelProfile parse_kernel_profile(const std::string& json_text, const std::stri
   k.nccl_hbm_bytes_per_byte = r.figure("nccl_hbm_bytes_per_byte");
   if (const json* fa = r.find("flash_attention"))
     k.flash_attention = read_attention(Reader(*fa, "kernels.flash_attention", source));
+  if (const json* fa = r.find("flash_attention_2"))
+    k.flash_attention_2 = read_attention(Reader(*fa, "kernels.flash_attention_2", source));
+  if (const json* fa = r.find("flash_attention_1"))
+    k.flash_attention_1 = read_attention(Reader(*fa, "kernels.flash_attention_1", source));
   r.finish();
   if (k.nccl_channels.value >= k.sm_count.value)
     throw r.error("nccl_channels", "must be fewer than kernels.sm_count");
@@ -174,11 +178,14 @@ std::string kernel_profile_json(const KernelProfile& k) {
   j["launch_overhead_us"] = figure_json(k.launch_overhead_us);
   j["nccl_channels"] = figure_json(k.nccl_channels);
   j["nccl_hbm_bytes_per_byte"] = figure_json(k.nccl_hbm_bytes_per_byte);
-  if (k.flash_attention) {
-    const auto& t = *k.flash_attention;
-    j["flash_attention"] = {{"implementation", t.implementation}, {"source", t.source},
-                            {"head_dims", t.head_dims},           {"seq_lens", t.seq_lens},
-                            {"fwd_tflops", t.fwd_tflops},         {"bwd_tflops", t.bwd_tflops}};
+  for (auto [key, table] : {std::pair{"flash_attention", &k.flash_attention},
+                            std::pair{"flash_attention_2", &k.flash_attention_2},
+                            std::pair{"flash_attention_1", &k.flash_attention_1}}) {
+    if (!*table) continue;
+    const auto& t = **table;
+    j[key] = {{"implementation", t.implementation}, {"source", t.source},
+              {"head_dims", t.head_dims},           {"seq_lens", t.seq_lens},
+              {"fwd_tflops", t.fwd_tflops},         {"bwd_tflops", t.bwd_tflops}};
   }
   return j.dump();
 }

@@ -15,6 +15,9 @@
 ///   nccl_channels         SMs one running NCCL collective occupies (one CTA per channel)
 ///   nccl_hbm_bytes_per_byte  HBM bytes a collective moves per byte it sends (reads the source,
 ///                         reads/writes the reduction or receive buffer)
+///   flash_attention_2     the same for FlashAttention-2 (`training.attention: flash2`: stacks
+///                         of 2023-24 such as PyTorch SDPA), flash_attention_1 for FlashAttention
+///                         1 (`flash1`: early 2023 stacks)
 ///   flash_attention       causal attention forward and backward TFLOP/s by head dimension and
 ///                         sequence length (FLOPs counted as the kernels' authors count them:
 ///                         forward 4 s^2 d per head and sequence, halved by the causal mask;
@@ -47,7 +50,9 @@ struct KernelProfile {
   Figure sm_count, gemm_tile_m, gemm_tile_n, gemm_k_half;
   std::map<std::string, Figure> gemm_efficiency;  ///< by dtype
   Figure hbm_achievable_GBps, launch_overhead_us, nccl_channels, nccl_hbm_bytes_per_byte;
-  std::optional<AttentionTable> flash_attention;
+  std::optional<AttentionTable> flash_attention;    ///< the GPU's current flash kernels
+  std::optional<AttentionTable> flash_attention_2;  ///< FlashAttention-2 (2023-24 stacks)
+  std::optional<AttentionTable> flash_attention_1;  ///< FlashAttention 1 (early 2023 stacks)
 };
 
 namespace detail {

@@ -234,6 +234,34 @@ TEST(Software, OlderStacksAreSlower) {
   EXPECT_LT(step({"training.precision=fp8"}), current);
 }
 
+TEST(Software, OlderFlashAttentionKernelsAreSlower) {
+  // The same causal attention (d 128, 4K) on H100: FlashAttention-3 forward > FA2 > FA1, from
+  // the profile's measured tables.
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  auto fwd = [&](const char* kind) {
+    return KernelCoster(h100, "bf16", kind)
+        .flash_attention("a", true, 32, 4096, 4096, 128, true, 4096)
+        .time_s;
+  };
+  EXPECT_LT(fwd("flash"), fwd("flash2"));
+  EXPECT_LT(fwd("flash2"), fwd("flash1"));
+  // FA2 forward at 4K, d 128: 319 TFLOP/s on half of 4 x 32 x 4096^2 x 128 FLOPs.
+  EXPECT_NEAR(fwd("flash2"), 2.5e-6 + 0.5 * 4.0 * 32 * 4096.0 * 4096 * 128 / 319e12, 1e-12);
+  auto j = nlohmann::ordered_json::parse(calibrate::to_json(h100));
+  j["kernels"].erase("flash_attention_1");
+  const calibrate::Profile without = calibrate::parse_profile(j.dump(), "no-fa1.json");
+  EXPECT_EQ(test::error_of([&] { KernelCoster(without, "bf16", "flash1"); }).field(),
+            "training.attention");
+}
+
+TEST(Fp8, OutputLayerStaysInBf16) {
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster fp8(h100, "fp8"), bf16(h100, "bf16");
+  EXPECT_DOUBLE_EQ(fp8.gemm("logits", 8192, 16032, 8192, 1, true).time_s,
+                   bf16.gemm("logits", 8192, 16032, 8192).time_s);
+  EXPECT_LT(fp8.gemm("fc1", 8192, 16032, 8192).time_s, bf16.gemm("fc1", 8192, 16032, 8192).time_s);
+}
+
 TEST(Fp8, MfuIsAgainstTheBf16Peak) {
   const sim::Scenario s = sim::load_scenario("", {"training.precision=fp8"});
   const sim::StepReport r = sim::simulate_step(s);

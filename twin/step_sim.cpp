@@ -269,13 +269,13 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
   const topology::Fabric fabric(scenario.cluster, scenario.fabric);
   const calibrate::Profile profile = calibrate::load_profile(scenario.cluster.gpu);
   Layout layout = workload::make_layout(model, p, t, fabric.gpu_count());
-  const workload::KernelCoster coster(profile, t.precision);
-  if (t.attention == "flash" && !coster.has_flash())
-    throw core::Error("training.attention", t.attention,
-                      fmt::format("profile '{}' has no flash-attention measurements "
-                                  "(kernels.flash_attention); use training.attention: unfused",
-                                  profile.name),
-                      scenario.source);
+  const workload::KernelCoster coster = [&] {
+    try {
+      return workload::KernelCoster(profile, t.precision, t.attention);
+    } catch (const core::Error& e) {
+      throw e.in_file(scenario.source);
+    }
+  }();
   if (p.stage_layers_auto) {
     const auto w = workload::stage_weights(model, p, t, layout, coster);
     layout.set_stage_layers(workload::balance_stage_layers(model.layers, layout.pp, w.layer_s,

@@ -22,7 +22,8 @@ const char* to_string(Limiter l) {
   return "?";
 }
 
-KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string& dtype)
+KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string& dtype,
+                           const std::string& attention)
     : profile_(profile) {
   const auto& k = profile.kernels;
   if (!k.present)
@@ -39,6 +40,9 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
   }
   peak_ = profile.peak_flops(dtype);
   eff_ = it->second.value;
+  auto bf16 = k.gemm_efficiency.find("bf16");
+  peak16_ = bf16 == k.gemm_efficiency.end() ? peak_ : profile.peak_flops("bf16");
+  eff16_ = bf16 == k.gemm_efficiency.end() ? eff_ : bf16->second.value;
   sms_ = k.sm_count.value;
   tile_m_ = k.gemm_tile_m.value;
   tile_n_ = k.gemm_tile_n.value;
@@ -46,6 +50,18 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
   operand_bytes_ = dtype == "fp8" ? 1.0 : 2.0;
   hbm_Bps_ = k.hbm_achievable_GBps.value * 1e9;
   launch_s_ = k.launch_overhead_us.value * 1e-6;
+  const auto& table = attention == "flash2"   ? k.flash_attention_2
+                      : attention == "flash1" ? k.flash_attention_1
+                                              : k.flash_attention;
+  if (table) flash_ = &*table;
+  if (attention != "unfused" && flash_ == nullptr)
+    throw core::Error("training.attention", attention,
+                      fmt::format("profile '{}' has no measurements for this attention kernel "
+                                  "(kernels.{}); use training.attention: unfused",
+                                  profile.name,
+                                  attention == "flash2"   ? "flash_attention_2"
+                                  : attention == "flash1" ? "flash_attention_1"
+                                                          : "flash_attention"));
 }
 
 Kernel KernelCoster::finish(Kernel k, double compute_s, double memory_s) const {
@@ -57,17 +73,17 @@ Kernel KernelCoster::finish(Kernel k, double compute_s, double memory_s) const {
   return k;
 }
 
-Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k,
-                          double batch) const {
+Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k, double batch,
+                          bool bf16) const {
   Kernel out;
   out.name = name;
   out.shape = batch > 1 ? fmt::format("{:g}x({:g}x{:g}x{:g})", batch, m, n, k)
                         : fmt::format("{:g}x{:g}x{:g}", m, n, k);
   out.tensor_core = true;
   out.flops = 2.0 * m * n * k * batch;
-  out.bytes = ((m * k + k * n) * operand_bytes_ + m * n * 2.0) * batch;
+  out.bytes = ((m * k + k * n) * (bf16 ? 2.0 : operand_bytes_) + m * n * 2.0) * batch;
   if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return finish(out, 0, 0);
-  const double per_sm = peak_ / sms_ * eff_ * k / (k + k_half_);
+  const double per_sm = (bf16 ? peak16_ * eff16_ : peak_ * eff_) / sms_ * k / (k + k_half_);
   const double small = std::min(tile_m_, tile_n_);
   double best = 0;
   for (auto [tm, tn] :
@@ -88,6 +104,7 @@ Kernel KernelCoster::flash_attention(const std::string& name, bool forward, doub
                       fmt::format("profile '{}' has no flash-attention measurements "
                                   "(kernels.flash_attention); use training.attention: unfused",
                                   profile_.name));
+  const calibrate::AttentionTable& table = *flash_;
   Kernel out;
   out.name = name;
   out.shape = fmt::format("{:g}x(s {:g}x{:g}, d {:g})", batch_heads, s_q, s_k, head_dim);
@@ -96,7 +113,7 @@ Kernel KernelCoster::flash_attention(const std::string& name, bool forward, doub
   out.flops = forward ? fwd : 2.5 * fwd;
   // Q, K, V and O (and their gradients backward) stream through HBM once.
   out.bytes = batch_heads * (s_q * 2 + s_k * 2) * head_dim * 2.0 * (forward ? 1.0 : 2.0);
-  const double rate = profile_.kernels.flash_attention->tflops(forward, head_dim, table_seq) * 1e12;
+  const double rate = table.tflops(forward, head_dim, table_seq) * 1e12;
   return finish(out, out.flops / rate, out.bytes / hbm_Bps_);
 }
 

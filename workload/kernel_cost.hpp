@@ -44,11 +44,16 @@ struct Kernel {
 /// kernels section or no GEMM efficiency for the dtype.
 class KernelCoster {
  public:
-  KernelCoster(const calibrate::Profile& profile, const std::string& dtype);
+  /// `attention`: flash (the profile's current flash kernels), flash2 (FlashAttention-2) or
+  /// unfused; a flash kind the profile has no table for throws core::Error naming
+  /// training.attention.
+  KernelCoster(const calibrate::Profile& profile, const std::string& dtype,
+               const std::string& attention = "flash");
 
   /// (m x k) x (k x n), `batch` times; the operand dtype is the coster's.
-  [[nodiscard]] Kernel gemm(const std::string& name, double m, double n, double k,
-                            double batch = 1) const;
+  /// `bf16`: run in BF16 whatever the coster's dtype (FP8 recipes keep the output layer in BF16).
+  [[nodiscard]] Kernel gemm(const std::string& name, double m, double n, double k, double batch = 1,
+                            bool bf16 = false) const;
   /// Flash attention over `batch_heads` (sequences x local query heads) of s_q queries against
   /// s_k keys; `table_seq` is the sequence length to look the measured rate up at.
   [[nodiscard]] Kernel flash_attention(const std::string& name, bool forward, double batch_heads,
@@ -61,12 +66,14 @@ class KernelCoster {
   [[nodiscard]] double hbm_Bps() const { return hbm_Bps_; }
   [[nodiscard]] double sm_count() const { return sms_; }
   [[nodiscard]] bool fp8() const { return operand_bytes_ == 1.0; }
-  [[nodiscard]] bool has_flash() const { return profile_.kernels.flash_attention.has_value(); }
+  [[nodiscard]] bool has_flash() const { return flash_ != nullptr; }
   [[nodiscard]] const calibrate::Profile& profile() const { return profile_; }
 
  private:
   Kernel finish(Kernel k, double compute_s, double memory_s) const;
   const calibrate::Profile& profile_;
+  const calibrate::AttentionTable* flash_ = nullptr;
+  double peak16_ = 0, eff16_ = 0;  // BF16, for GEMMs an FP8 recipe keeps in BF16
   double peak_ = 0, eff_ = 0, sms_ = 0, tile_m_ = 0, tile_n_ = 0, k_half_ = 0;
   double operand_bytes_ = 2, hbm_Bps_ = 0, launch_s_ = 0;
 };

@@ -201,8 +201,11 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                       "interleaved 1F1B needs the micro-batch count to be a multiple of pp");
   if (t.precision != "bf16" && t.precision != "fp8")
     throw core::Error("training.precision", t.precision, "must be bf16 or fp8");
-  if (t.attention != "flash" && t.attention != "unfused")
-    throw core::Error("training.attention", t.attention, "must be flash or unfused");
+  if (t.attention != "flash" && t.attention != "flash2" && t.attention != "flash1" &&
+      t.attention != "unfused")
+    throw core::Error("training.attention", t.attention,
+                      "must be flash (the GPU's current flash kernels), flash2 "
+                      "(FlashAttention-2), flash1 (FlashAttention 1) or unfused");
   if (!(t.tokens > 0))
     throw core::Error("training.tokens", fmt::format("{}", t.tokens), "must be positive");
   Layout l;

@@ -21,20 +21,21 @@ class BlockBuilder {
   /// (`cast_fused`), and backward casts the output gradient the same way. Weights are cast
   /// once per step (cached across micro-batches), which is left out.
   double gemm(const std::string& name, double m, double n, double k, double batch = 1,
-              bool recompute = false, bool cast_fused = false) {
-    if (c_.fp8() && !(cast_fused && fused_)) {
+              bool recompute = false, bool cast_fused = false, bool bf16 = false) {
+    const bool fp8 = c_.fp8() && !bf16;
+    if (fp8 && !(cast_fused && fused_)) {
       Kernel cast = c_.memory(name + " input fp8 cast-transpose", 4.0 * m * k * batch);
       if (recompute) block.recompute.push_back(cast);
       block.forward.push_back(std::move(cast));
     }
-    if (c_.fp8())
+    if (fp8)
       block.backward.push_back(c_.memory(name + " grad fp8 cast-transpose", 4.0 * m * n * batch));
-    Kernel f = c_.gemm(name, m, n, k, batch);
+    Kernel f = c_.gemm(name, m, n, k, batch, bf16);
     const double fwd = f.time_s;
     if (recompute) block.recompute.push_back(f);
     block.forward.push_back(std::move(f));
-    Kernel d = c_.gemm(name + " dgrad", m, k, n, batch);
-    Kernel w = c_.gemm(name + " wgrad", n, k, m, batch);
+    Kernel d = c_.gemm(name + " dgrad", m, k, n, batch, bf16);
+    Kernel w = c_.gemm(name + " wgrad", n, k, m, batch, bf16);
     last_dgrad_s_ = d.time_s;
     block.backward.push_back(std::move(d));
     block.backward.push_back(std::move(w));
@@ -130,7 +131,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p,
   if (x.rope) bb.elementwise("rotary", x.T * (x.q + x.kv) / x.tp, 2, 6, 2);
   const double bh = x.b * x.local_heads;
   double attn_f = 0, attn_b = 0;
-  if (t.attention == "flash") {
+  if (t.attention != "unfused") {
     // Ring attention computes this rank's s/cp queries against all s keys, load-balanced so the
     // causal half is skipped evenly: 1/cp of the full causal work.
     Kernel f = bb.c_.flash_attention("flash attention fwd", true, bh, x.s_local, x.s, x.head_dim,
@@ -189,7 +190,7 @@ void dense_mlp(BlockBuilder& bb, const Shape& x) {
 
 void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout& layout) {
   bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3);
-  bb.gemm("router", x.T, m.experts, x.h);
+  bb.gemm("router", x.T, m.experts, x.h, 1, false, false, true);
   bb.memory("router softmax + top-k", x.T * m.experts * 4.0 * 2, x.T * m.experts * 4.0 * 2, 1);
   const double routed = x.T * m.top_k;
   bb.memory("token permute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
@@ -269,7 +270,8 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     bb.block.label = "output layer + loss";
     bb.block.count = 1;
     bb.elementwise("final norm", x.Tsp * x.h, 2, 5, 3);
-    bb.gemm("logits", x.T, model.vocab / x.tp, x.h);
+    // Transformer Engine's FP8 recipe keeps the output layer in BF16.
+    bb.gemm("logits", x.T, model.vocab / x.tp, x.h, 1, false, false, true);
     const double logits = x.T * model.vocab / x.tp;
     if (fused)
       bb.memory("fused cross-entropy", logits * 6, logits * 4, 1);
