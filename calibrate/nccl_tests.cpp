@@ -110,7 +110,11 @@ double bus_factor(const std::string& op, int ranks) {
   const double n = ranks;
   if (ranks <= 1) return 0.0;
   if (op == "all_reduce") return 2.0 * (n - 1) / n;
-  if (op == "all_gather" || op == "reduce_scatter" || op == "alltoall") return (n - 1) / n;
+  // nccl-tests' *GetBw (src/<op>.cu): every rank receives (or sends) all but its own 1/n of
+  // the data for the gathering and scattering ops, including gather, scatter and hypercube.
+  if (op == "all_gather" || op == "reduce_scatter" || op == "alltoall" || op == "gather" ||
+      op == "scatter" || op == "hypercube")
+    return (n - 1) / n;
   return 1.0;  // broadcast, reduce, sendrecv: bus bandwidth equals algorithm bandwidth
 }
 

@@ -54,6 +54,26 @@ int read_int_attribute(const H5::H5Object& object, const std::string& name) {
   return value;
 }
 
+/// A column added in format version 2: NaN-filled when an older file lacks it.
+std::vector<double> read_optional_column(const H5::Group& group, const std::string& name,
+                                         std::size_t rows) {
+  if (!group.nameExists(name)) return std::vector<double>(rows, std::nan(""));
+  return read_column(group, name);
+}
+
+void write_double_attribute(H5::H5Object& object, const std::string& name, double value) {
+  H5::Attribute a =
+      object.createAttribute(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR));
+  a.write(H5::PredType::NATIVE_DOUBLE, &value);
+}
+
+double read_double_attribute(const H5::H5Object& object, const std::string& name) {
+  if (!object.attrExists(name)) return 0;
+  double value = 0;
+  object.openAttribute(name).read(H5::PredType::NATIVE_DOUBLE, &value);
+  return value;
+}
+
 std::vector<std::string> children(const H5::Group& group) {
   std::vector<std::string> names;
   for (hsize_t i = 0; i < group.getNumObjs(); ++i) names.push_back(group.getObjnameByIdx(i));
@@ -68,26 +88,35 @@ void write_raw_hdf5(const std::string& path, const RawCalibration& raw) {
     H5::H5File file(path, H5F_ACC_TRUNC);
     H5::Group root = file.openGroup("/");
     write_text_attribute(root, "format", "clustertwin-calibration");
-    write_int_attribute(root, "version", 1);
+    write_int_attribute(root, "version", 2);
     write_text_attribute(root, "gpu", raw.gpu);
     write_text_attribute(root, "host", raw.host);
     write_text_attribute(root, "date", raw.date);
+    write_double_attribute(root, "l2_bytes", raw.l2_bytes);
+    write_text_attribute(root, "monitor", raw.monitor);
+    write_text_attribute(root, "time_over_ranks", raw.time_over_ranks);
     H5::Group gemm = file.createGroup("/gemm");
     for (const auto& [dtype, samples] : raw.gemm) {
       H5::Group g = gemm.createGroup(dtype);
-      std::vector<double> m, n, k, t, f;
+      std::vector<double> m, n, k, t, f, clock, temperature, power;
       for (const auto& s : samples) {
         m.push_back(s.m);
         n.push_back(s.n);
         k.push_back(s.k);
         t.push_back(s.time_us);
         f.push_back(s.tflops);
+        clock.push_back(s.sm_clock_MHz);
+        temperature.push_back(s.temperature_C);
+        power.push_back(s.power_W);
       }
       write_column(g, "m", m);
       write_column(g, "n", n);
       write_column(g, "k", k);
       write_column(g, "time_us", t);
       write_column(g, "tflops", f);
+      write_column(g, "sm_clock_MHz", clock);
+      write_column(g, "temperature_C", temperature);
+      write_column(g, "power_W", power);
     }
     H5::Group hbm = file.createGroup("/hbm");
     std::vector<double> b, t, bw;
@@ -127,6 +156,10 @@ RawCalibration read_raw_hdf5(const std::string& path) {
     raw.gpu = read_text_attribute(root, "gpu");
     raw.host = read_text_attribute(root, "host");
     raw.date = read_text_attribute(root, "date");
+    raw.l2_bytes = read_double_attribute(root, "l2_bytes");
+    raw.monitor = read_text_attribute(root, "monitor");
+    if (root.attrExists("time_over_ranks"))
+      raw.time_over_ranks = read_text_attribute(root, "time_over_ranks");
     where = "/gemm";
     H5::Group gemm = file.openGroup("/gemm");
     for (const auto& dtype : children(gemm)) {
@@ -137,8 +170,14 @@ RawCalibration read_raw_hdf5(const std::string& path) {
       if (n.size() != m.size() || k.size() != m.size() || t.size() != m.size() ||
           f.size() != m.size())
         throw core::Error(where, "", "columns of different lengths", path);
+      const auto clock = read_optional_column(g, "sm_clock_MHz", m.size());
+      const auto temperature = read_optional_column(g, "temperature_C", m.size());
+      const auto power = read_optional_column(g, "power_W", m.size());
+      if (clock.size() != m.size() || temperature.size() != m.size() || power.size() != m.size())
+        throw core::Error(where, "", "columns of different lengths", path);
       for (std::size_t i = 0; i < m.size(); ++i)
-        raw.gemm[dtype].push_back({m[i], n[i], k[i], t[i], f[i]});
+        raw.gemm[dtype].push_back(
+            {m[i], n[i], k[i], t[i], f[i], clock[i], temperature[i], power[i]});
     }
     where = "/hbm";
     H5::Group hbm = file.openGroup("/hbm");
@@ -159,62 +198,15 @@ RawCalibration read_raw_hdf5(const std::string& path) {
       c.time_us = read_column(g, "time_us");
       c.algbw_GBps = read_column(g, "algbw_GBps");
       c.busbw_GBps = read_column(g, "busbw_GBps");
+      const std::size_t rows = c.size_bytes.size();
+      if (c.time_us.size() != rows || c.algbw_GBps.size() != rows || c.busbw_GBps.size() != rows)
+        throw core::Error(where, "", "columns of different lengths", path);
       raw.collectives[op] = std::move(c);
     }
   } catch (const H5::Exception& e) {
     throw core::Error(where, "", "cannot read calibration HDF5: " + e.getDetailMsg(), path);
   }
   return raw;
-}
-
-double fit_gemm_into(const std::vector<GemmSample>& samples, const std::string& dtype,
-                     Profile& profile, const std::string& origin) {
-  if (samples.size() < 2)
-    throw core::Error("gemm." + dtype, std::to_string(samples.size()),
-                      "need at least 2 GEMM shapes to fit");
-  const double peak = profile.peak_flops(dtype) / 1e12;
-  double best_error = std::numeric_limits<double>::infinity();
-  double best_half = 0, best_peak_eff = 0;
-  Profile trial = profile;
-  for (double half = 8; half <= 8192; half *= 1.0905077326652577) {  // 2^(1/8) steps
-    trial.gemm_half_dim.value = half;
-    trial.gemm_peak_efficiency.value = 1.0;
-    // Least squares of measured = eff * peak * shape(m,n,k): eff = sum(x y) / sum(x x).
-    double xy = 0, xx = 0;
-    for (const auto& s : samples) {
-      const double x = peak * trial.gemm_efficiency(s.m, s.n, s.k);
-      xy += x * s.tflops;
-      xx += x * x;
-    }
-    const double eff = xy / xx;
-    std::vector<double> errors;
-    for (const auto& s : samples)
-      errors.push_back(
-          std::abs(eff * peak * trial.gemm_efficiency(s.m, s.n, s.k) / s.tflops - 1.0));
-    std::sort(errors.begin(), errors.end());
-    const double median = errors[errors.size() / 2];
-    if (median < best_error) {
-      best_error = median;
-      best_half = half;
-      best_peak_eff = eff;
-    }
-  }
-  profile.gemm_half_dim = {best_half,
-                           fmt::format("fitted: {} ({} {} shapes)", origin, samples.size(), dtype)};
-  profile.gemm_peak_efficiency = {
-      std::min(1.0, best_peak_eff),
-      fmt::format("fitted: {} ({} {} shapes)", origin, samples.size(), dtype)};
-  return 100.0 * best_error;
-}
-
-void fit_hbm_into(const std::vector<HbmSample>& samples, Profile& profile,
-                  const std::string& origin) {
-  if (samples.empty()) throw core::Error("hbm", "", "no HBM copy measurements to fit");
-  double best = 0;
-  for (const auto& s : samples) best = std::max(best, s.GBps);
-  profile.hbm_efficiency = {std::min(1.0, best / profile.hbm_GBps.value),
-                            fmt::format("measured: {} (best copy {:.0f} GB/s of {:.0f})", origin,
-                                        best, profile.hbm_GBps.value)};
 }
 
 }  // namespace twin::calibrate

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "calibrate/calibration.hpp"
+#include "calibrate/gpu_match.hpp"
 #include "calibrate/nccl_tests.hpp"
 #include "calibrate/profile.hpp"
 #include "calibrate/raw_data.hpp"
@@ -21,7 +22,7 @@ namespace {
 struct FitArgs {
   std::vector<std::string> logs;
   std::vector<std::string> raw;
-  std::string base = "h100-sxm";
+  std::string base;  ///< "" = from the raw file's GPU, else h100-sxm
   std::string output;
   std::string op;
   std::string name;
@@ -33,7 +34,14 @@ struct FitArgs {
 int run_fit(const FitArgs& args) {
   if (args.logs.empty() && args.raw.empty())
     throw core::Error("logs", "", "give nccl-tests logs and/or --raw calibration.h5 files to fit");
-  calibrate::Profile profile = calibrate::load_profile(args.base);
+  // A raw calibration names its GPU: measure it against that GPU's datasheet, not the H100's.
+  std::vector<calibrate::RawCalibration> raws;
+  for (const auto& path : args.raw) raws.push_back(calibrate::read_raw_hdf5(path));
+  const std::string base = !args.base.empty() ? args.base
+                           : raws.empty()     ? std::string("h100-sxm")
+                                              : calibrate::choose_base_profile(raws[0].gpu, "");
+  const calibrate::Profile shipped = calibrate::load_profile(base);
+  calibrate::Profile profile = shipped;
   if (!args.name.empty()) profile.name = args.name;
   std::vector<calibrate::NcclTestsLog> logs;
   // Every log is read and checked before anything is fitted or printed.
@@ -48,24 +56,16 @@ int run_fit(const FitArgs& args) {
     const sim::CollectiveFit fit = sim::fit_collectives(scenario, logs, profile, args.options);
     fmt::print("{}", sim::fit_table(fit));
   }
-  for (const auto& path : args.raw) {
-    const calibrate::RawCalibration raw = calibrate::read_raw_hdf5(path);
-    const std::string origin = fmt::format("{} ({} on {}, {})", path, raw.gpu, raw.host, raw.date);
-    for (const auto& [dtype, samples] : raw.gemm) {
-      if (dtype != "bf16" || samples.size() < 2) continue;
-      const double error = calibrate::fit_gemm_into(samples, dtype, profile, origin);
-      fmt::print(
-          "gemm {}: peak efficiency {:.3f}, half dimension {:.0f}, median error {:.1f}% over {} "
-          "shapes\n",
-          dtype, profile.gemm_peak_efficiency.value, profile.gemm_half_dim.value, error,
-          samples.size());
-    }
-    if (!raw.hbm.empty()) {
-      calibrate::fit_hbm_into(raw.hbm, profile, origin);
-      fmt::print("hbm: efficiency {:.3f} of {:.0f} GB/s\n", profile.hbm_efficiency.value,
-                 profile.hbm_GBps.value);
-    }
+  for (std::size_t i = 0; i < raws.size(); ++i) {
+    const calibrate::RawCalibration& raw = raws[i];
+    const std::string origin =
+        fmt::format("{} ({} on {}, {})", args.raw[i], raw.gpu, raw.host, raw.date);
+    fmt::print("{}: {} on {}, {}; clocks {}; base profile '{}'\n", args.raw[i], raw.gpu, raw.host,
+               raw.date, raw.monitor.empty() ? "not recorded" : raw.monitor, base);
+    for (const auto& line : calibrate::fit_raw_into(raw, profile, origin).lines)
+      fmt::print("  {}\n", line);
   }
+  if (!raws.empty()) fmt::print("\n{}\n", calibrate::side_by_side(shipped, profile));
   std::ofstream out(args.output);
   if (!out) throw core::Error("--output", args.output, "cannot open for writing");
   out << calibrate::to_json(profile);
@@ -111,11 +111,14 @@ Action add_calibrate(CLI::App& app) {
 
   auto fit_args = std::make_shared<FitArgs>();
   auto* fit = cmd->add_subcommand("fit", "Fit nccl-tests logs into a hardware profile");
-  fit->add_option("logs", fit_args->logs, "nccl-tests output files")
-      ->required()
+  fit->add_option("logs", fit_args->logs, "nccl-tests output files (optional with --raw)")
       ->check(CLI::ExistingFile);
-  fit->add_option("--base", fit_args->base, "Profile to start from: a shipped name or a .json path")
-      ->capture_default_str();
+  fit->add_option("--raw", fit_args->raw,
+                  "clustertwin-calib calibration.h5 to fit (GEMM, HBM, collectives; repeatable)")
+      ->check(CLI::ExistingFile);
+  fit->add_option("--base", fit_args->base,
+                  "Profile to start from: a shipped name or a .json path (default: the shipped "
+                  "profile of the --raw file's GPU, else h100-sxm)");
   fit->add_option("-o,--output", fit_args->output, "Profile JSON to write")->required();
   fit->add_option("--name", fit_args->name, "Name of the written profile (default: the base's)");
   fit->add_option("--op", fit_args->op,
