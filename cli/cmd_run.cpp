@@ -45,21 +45,13 @@ Action add_run(CLI::App& app) {
     const topology::Bom bom = topology::compute_bom(fabric);
     if (!scenario.has_job) {
       const topology::Router router(fabric);
-      const auto loads = sim::pattern_loads(fabric, router);
       if (opts->json) {
-        nlohmann::ordered_json j;
-        j["scenario"] = {{"name", scenario.name}, {"source", scenario.source}};
-        j["fabric"] = {{"vertices", fabric.node_count()},
-                       {"links", fabric.link_count()},
-                       {"routing", topology::to_string(router.mode())}};
-        j["bom"] = sim::bom_json(fabric, bom);
-        j["traffic_patterns"] = sim::pattern_loads_json(loads);
-        fmt::print("{}\n", j.dump(2));
+        fmt::print("{}\n", sim::fabric_only_json(scenario, fabric, router).dump(2));
       } else {
         fmt::print("{}\n", sim::bom_table(scenario, fabric, bom));
         fmt::print("Routing load ({} routing; load = flows sharing the busiest link of a kind)\n",
                    topology::to_string(router.mode()));
-        fmt::print("{}", sim::pattern_loads_table(loads));
+        fmt::print("{}", sim::pattern_loads_table(sim::pattern_loads(fabric, router)));
         fmt::print(
             "\nfabric graph: {} vertices, {} directed links (no model section: no training step)\n",
             fabric.node_count(), fabric.link_count());

@@ -113,6 +113,18 @@ nlohmann::ordered_json pattern_loads_json(const std::vector<PatternLoad>& loads)
   return arr;
 }
 
+nlohmann::ordered_json fabric_only_json(const Scenario& scenario, const topology::Fabric& fabric,
+                                        const topology::Router& router) {
+  nlohmann::ordered_json j;
+  j["scenario"] = {{"name", scenario.name}, {"source", scenario.source}};
+  j["fabric"] = {{"vertices", fabric.node_count()},
+                 {"links", fabric.link_count()},
+                 {"routing", topology::to_string(router.mode())}};
+  j["bom"] = bom_json(fabric, topology::compute_bom(fabric));
+  j["traffic_patterns"] = pattern_loads_json(pattern_loads(fabric, router));
+  return j;
+}
+
 std::string pattern_loads_table(const std::vector<PatternLoad>& loads) {
   std::string out = fmt::format("{:<18}{:>8}  {:<12}{:>10}{:>10}{:>12}\n", "pattern", "flows",
                                 "link kind", "max load", "mean load", "links used");

@@ -31,4 +31,9 @@ std::vector<PatternLoad> pattern_loads(const topology::Fabric& fabric,
 nlohmann::ordered_json pattern_loads_json(const std::vector<PatternLoad>& loads);
 std::string pattern_loads_table(const std::vector<PatternLoad>& loads);
 
+/// `clustertwin run --json` for a scenario without a model: the fabric graph's size, its bill of
+/// materials and the routing load of the training traffic patterns.
+nlohmann::ordered_json fabric_only_json(const Scenario& scenario, const topology::Fabric& fabric,
+                                        const topology::Router& router);
+
 }  // namespace twin::sim
