@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <H5Cpp.h>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -147,11 +146,7 @@ CampaignReport run_campaign(const CampaignInputs& in, const CampaignOptions& o) 
   std::unique_ptr<detail::CampaignHdf5> writer;
   if (!o.out_dir.empty()) {
     std::filesystem::create_directories(o.out_dir);
-    try {
-      writer = std::make_unique<detail::CampaignHdf5>(o.out_dir + "/campaign.h5");
-    } catch (const H5::Exception& e) {
-      throw core::Error("--out", o.out_dir, "cannot write campaign.h5: " + e.getDetailMsg());
-    }
+    writer = std::make_unique<detail::CampaignHdf5>(o.out_dir);
   }
   std::vector<double> ettr, days;
   double interruptions = 0, wall = 0;
