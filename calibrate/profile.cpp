@@ -213,6 +213,9 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
   p.overlap_compute_slowdown = overlap.figure("compute_slowdown");
   overlap.finish();
 
+  if (const json* kernels = top.find("kernels"))
+    p.kernels = detail::parse_kernel_profile(kernels->dump(), source);
+
   const json& curves = top.require("collectives");
   if (!curves.is_array()) throw top.error("collectives", "expected a list");
   for (std::size_t i = 0; i < curves.size(); ++i) {
@@ -299,6 +302,7 @@ std::string to_json(const Profile& p) {
     curves.push_back(cj);
   }
   j["collectives"] = curves;
+  if (p.kernels.present) j["kernels"] = json::parse(detail::kernel_profile_json(p.kernels));
   return j.dump(2) + "\n";
 }
 

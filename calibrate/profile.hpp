@@ -23,13 +23,10 @@
 #include <string>
 #include <vector>
 
-namespace twin::calibrate {
+#include "calibrate/figure.hpp"
+#include "calibrate/kernel_profile.hpp"
 
-/// One number and where it came from.
-struct Figure {
-  double value = 0.0;
-  std::string source;
-};
+namespace twin::calibrate {
 
 /// Quality of a fitted curve.
 struct FitQuality {
@@ -66,6 +63,8 @@ struct Profile {
   Figure nic_gbps, nic_efficiency, nic_latency_us;  ///< line rate, payload fraction achieved
   Figure overlap_compute_slowdown;                  ///< fraction compute slows while comm overlaps
   std::vector<CollectiveCurve> collectives;
+  /// Kernel cost model figures (SMs, GEMM tiles, attention, HBM, launch, NCCL footprint).
+  KernelProfile kernels;
 
   /// Achievable dense GEMM throughput fraction for an (M x K) x (K x N) product.
   [[nodiscard]] double gemm_efficiency(double m, double n, double k) const;

@@ -33,13 +33,17 @@ Action add_run(CLI::App& app) {
   auto out_dir = std::make_shared<std::string>();
   auto engine = std::make_shared<std::string>("native");
   auto per_rank = std::make_shared<bool>(false);
+  auto kernels = std::make_shared<bool>(false);
   opts->add_to(*cmd);
+  cmd->add_flag("--kernels", *kernels,
+                "Print each kernel of a layer (forward, backward, recompute), of the embedding, "
+                "the output layer and the optimizer: shape, FLOPs, bytes, time and what limits it");
   cmd->add_option("--out", *out_dir, "Write summary.json, results.h5 and trace.json here");
   cmd->add_option("--engine", *engine, "Network engine: native or simgrid")->capture_default_str();
   cmd->add_flag(
       "--per-rank", *per_rank,
       "Simulate every data-parallel replica separately (slower; checks the rank classes)");
-  return [opts, out_dir, engine, per_rank] {
+  return [opts, out_dir, engine, per_rank, kernels] {
     const sim::Scenario scenario = opts->load();
     const topology::Fabric fabric(scenario.cluster, scenario.fabric);
     const topology::Bom bom = topology::compute_bom(fabric);
@@ -75,6 +79,7 @@ Action add_run(CLI::App& app) {
                  core::with_commas(bom.cables_total()),
                  core::with_commas(static_cast<std::int64_t>(bom.bisection_GBps)));
       fmt::print("{}", sim::step_summary_text(scenario, report));
+      if (*kernels) fmt::print("\nkernels\n{}", workload::kernel_table(report.program));
       if (!out_dir->empty())
         fmt::print("wrote {0}/summary.json, {0}/results.h5, {0}/trace.json\n", *out_dir);
     }

@@ -35,5 +35,6 @@ Action add_calibrate(CLI::App& app);
 Action add_collective(CLI::App& app);
 Action add_campaign(CLI::App& app);
 Action add_sweep(CLI::App& app);
+Action add_validate(CLI::App& app);
 
 }  // namespace twin::cli

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   add(twin::cli::add_sweep);
   add(twin::cli::add_collective);
   add(twin::cli::add_calibrate);
+  add(twin::cli::add_validate);
 
   try {
     app.parse(argc, argv);

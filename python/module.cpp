@@ -29,6 +29,7 @@
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 #include "twin/sweep.hpp"
+#include "twin/validation.hpp"
 
 namespace py = pybind11;
 
@@ -265,6 +266,19 @@ PYBIND11_MODULE(_clustertwin, m) {
       },
       py::arg("scenario"), py::arg("op"), py::arg("nodes"), py::arg("gpus_per_node"),
       py::arg("sizes"), py::arg("algo"), py::arg("engine"));
+
+  m.def(
+      "_validate",
+      [](const std::string& directory, int threads) {
+        return interruptible([&](const twin::core::CancelToken& token) {
+          token.throw_if_cancelled();
+          const int n = threads > 0
+                            ? threads
+                            : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+          return sim::validation_json(sim::validate_directory(directory, n));
+        });
+      },
+      py::arg("directory"), py::arg("threads"));
 
   m.def(
       "_sweep",

@@ -180,12 +180,17 @@ TEST(Profile, ShippedProfilesLoadWithProvenance) {
     // Round trip.
     EXPECT_EQ(to_json(parse_profile(to_json(p), "roundtrip")), to_json(p));
   }
-  EXPECT_EQ(shipped_profile_names().size(), 3u);
+  EXPECT_EQ(shipped_profile_names().size(), 4u);
   const Profile h100 = load_profile("h100-sxm");
   EXPECT_DOUBLE_EQ(h100.peak_flops("bf16"), 989e12);
   EXPECT_DOUBLE_EQ(h100.nic_payload_Bps(), 47.5e9);
   EXPECT_DOUBLE_EQ(load_profile("a100-sxm-80gb").nvlink_GBps.value, 300.0);
   EXPECT_DOUBLE_EQ(load_profile("h200-sxm").hbm_GBps.value, 4800.0);
+  // The 40 GB A100: the 80 GB part's compute and NVLink, HBM2 at 1,555 GB/s.
+  const Profile a100_40 = load_profile("a100-sxm-40gb");
+  EXPECT_DOUBLE_EQ(a100_40.hbm_GB.value, 40.0);
+  EXPECT_DOUBLE_EQ(a100_40.hbm_GBps.value, 1555.0);
+  EXPECT_DOUBLE_EQ(a100_40.peak_flops("bf16"), load_profile("a100-sxm-80gb").peak_flops("bf16"));
 }
 
 TEST(Profile, GemmModelReproducesTheMeasuredBestShape) {

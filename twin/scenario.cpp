@@ -4,12 +4,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "core/text.hpp"
 #include "netsim/collective.hpp"
+#include "twin/detail/scenario_fields.hpp"
 #include "twin/yaml_reader.hpp"
 
 namespace twin::sim {
@@ -94,7 +96,8 @@ void read_parallelism(MapReader r, workload::ParallelismSpec& p) {
   r.get("ep", p.ep);
   r.get("zero", p.zero);
   r.get("hsdp_shard", p.hsdp_shard);
-  r.get("virtual_stages", p.virtual_stages);
+  r.get("cp", p.cp);
+  detail::read_pipeline_fields(r, p);
   r.get("micro_batch", p.micro_batch);
   r.get("sequence_parallel", p.sequence_parallel);
   r.get("recompute", p.recompute);
@@ -105,6 +108,11 @@ void read_training(MapReader r, workload::TrainingSpec& t) {
   r.get("global_batch", t.global_batch);
   r.get("tokens", t.tokens);
   r.get("precision", t.precision);
+  r.get("attention", t.attention);
+  r.get("fused_kernels", t.fused_kernels);
+  r.get("tp_comm_overlap", t.tp_comm_overlap);
+  r.get("overlap_grad_reduce", t.overlap_grad_reduce);
+  r.get("overlap_param_gather", t.overlap_param_gather);
   r.get("memory_reserve_GB", t.memory_reserve_GB);
   r.get("price_per_gpu_hour", t.price_per_gpu_hour);
   r.finish();
@@ -242,7 +250,41 @@ void read_collectives(MapReader r, std::map<std::string, std::string>& algorithm
   r.finish();
 }
 
+void read_validation(MapReader r, ValidationSpec& v) {
+  r.get("family", v.family);
+  r.get("metric", v.metric);
+  r.get("published", v.published);
+  r.get("source", v.source);
+  r.get("notes", v.notes);
+  r.finish();
+  auto one_of = [&](const char* key, const std::string& value,
+                    const std::vector<std::string>& valid) {
+    if (std::find(valid.begin(), valid.end(), value) == valid.end())
+      throw r.error(key, value,
+                    (value.empty() ? std::string("required") : std::string("unknown")) +
+                        "; valid: " + core::quoted_list(valid) + core::did_you_mean(value, valid));
+  };
+  one_of("family", v.family, validation_families());
+  one_of("metric", v.metric, validation_metrics());
+  if (!(v.published > 0) || !std::isfinite(v.published))
+    throw r.error("published", fmt::format("{}", v.published),
+                  "required: the source's figure, a positive number");
+  if (v.source.empty())
+    throw r.error("source", "", "required: where the figure is published (document, table, row)");
+}
+
 }  // namespace
+
+const std::vector<std::string>& validation_families() {
+  static const std::vector<std::string> families = {"megatron", "fsdp"};
+  return families;
+}
+
+const std::vector<std::string>& validation_metrics() {
+  static const std::vector<std::string> metrics = {"tflops_per_gpu", "tokens_per_s_per_gpu",
+                                                   "step_time_s", "mfu", "time_to_train_days"};
+  return metrics;
+}
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
                         const std::vector<std::string>& overrides) {
@@ -287,7 +329,11 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   read_recovery(top.section("recovery"), s.recovery);
   read_costs(top.section("costs"), s.costs);
   read_collectives(top.section("collectives"), s.collective_algorithms);
+  MapReader validation = top.section("validation");
+  s.has_validation = root["validation"].IsDefined() && !root["validation"].IsNull();
+  if (s.has_validation) read_validation(validation, s.validation);
   top.finish();
+  detail::apply_profile_hardware(s, root["cluster"], origin);
   return s;
 }
 
@@ -399,7 +445,11 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "dp" << YAML::Value << p.dp << YAML::Key << "ep" << YAML::Value << p.ep;
     out << YAML::Key << "zero" << YAML::Value << p.zero;
     out << YAML::Key << "hsdp_shard" << YAML::Value << p.hsdp_shard;
-    out << YAML::Key << "virtual_stages" << YAML::Value << p.virtual_stages;
+    if (p.virtual_stages == 0)
+      out << YAML::Key << "virtual_stages" << YAML::Value << "auto";
+    else
+      out << YAML::Key << "virtual_stages" << YAML::Value << p.virtual_stages;
+    detail::write_pipeline_fields(out, p);
     out << YAML::Key << "micro_batch" << YAML::Value << p.micro_batch;
     out << YAML::Key << "sequence_parallel" << YAML::Value << p.sequence_parallel;
     out << YAML::Key << "recompute" << YAML::Value << p.recompute;
@@ -409,6 +459,11 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "global_batch" << YAML::Value << t.global_batch;
     out << YAML::Key << "tokens" << YAML::Value << t.tokens;
     out << YAML::Key << "precision" << YAML::Value << t.precision;
+    out << YAML::Key << "attention" << YAML::Value << t.attention;
+    out << YAML::Key << "fused_kernels" << YAML::Value << t.fused_kernels;
+    out << YAML::Key << "tp_comm_overlap" << YAML::Value << t.tp_comm_overlap;
+    out << YAML::Key << "overlap_grad_reduce" << YAML::Value << t.overlap_grad_reduce;
+    out << YAML::Key << "overlap_param_gather" << YAML::Value << t.overlap_param_gather;
     out << YAML::Key << "memory_reserve_GB" << YAML::Value << t.memory_reserve_GB;
     out << YAML::Key << "price_per_gpu_hour" << YAML::Value << t.price_per_gpu_hour;
     out << YAML::EndMap;

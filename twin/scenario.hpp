@@ -27,6 +27,23 @@ namespace twin::sim {
 
 inline constexpr int kSchemaVersion = 1;
 
+/// A published measurement the scenario reproduces (`validation:` section, scenarios/validation/):
+/// the source's own figure, where it is printed, and the assumptions behind the scenario.
+struct ValidationSpec {
+  std::string family;  ///< one of validation_families()
+  std::string metric;  ///< one of validation_metrics()
+  double published = 0;
+  std::string source;
+  std::string notes;
+};
+
+/// Families of published runs: megatron (NeMo, Megatron-Bridge, Megatron-DeepSpeed) and fsdp
+/// (MosaicML Composer, IBM fms-fsdp).
+const std::vector<std::string>& validation_families();
+/// Metrics a `validation.metric` may name; each is one figure of the simulated step
+/// (twin/validation.hpp).
+const std::vector<std::string>& validation_metrics();
+
 struct Scenario {
   int schema_version = kSchemaVersion;
   std::string name = "unnamed";
@@ -57,6 +74,11 @@ struct Scenario {
     auto it = collective_algorithms.find(op);
     return it == collective_algorithms.end() ? "auto" : it->second;
   }
+  /// Hardware figures the scenario states that differ from its GPU's profile (printed by run).
+  std::vector<std::string> hardware_overrides;
+  /// The published figure this scenario reproduces (optional `validation:` section).
+  bool has_validation = false;
+  ValidationSpec validation;
   /// Where it came from: a file path, or "<default>" for the embedded scenario.
   std::string source;
 };

@@ -1,11 +1,13 @@
 #include "twin/step_sim.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "calibrate/profile.hpp"
@@ -18,7 +20,7 @@
 namespace twin::sim {
 namespace {
 
-using workload::ChunkCost;
+using ChunkCost = workload::ChunkProgram;
 using workload::Layout;
 
 /// Communication costs of one stage (seconds per call), from the network simulation.
@@ -26,6 +28,8 @@ struct StageComm {
   double tp_slot_s = 0;  ///< one TP "all-reduce" slot (AR, or AG + RS with sequence parallelism)
   double ep_s = 0;       ///< one all-to-all
   double p2p_s = 0;      ///< activation to the next stage
+  double cp_s = 0;       ///< one ring-attention K/V exchange step
+  double param_gather_s = 0;  ///< distributed optimizer: all-gather of the updated parameters
   std::vector<double> dp_sync_s, fsdp_gather_s, fsdp_scatter_s, hsdp_reduce_s;  ///< per chunk
 };
 
@@ -62,12 +66,26 @@ struct Instance {
   std::vector<std::pair<std::string, double>> breakdown;
 };
 
+/// How much compute slows while NCCL kernels run beside it: the SMs its channels take
+/// (tensor-core kernels lose channels / SMs of their throughput) and the HBM traffic it adds
+/// (memory-bound kernels lose nccl_hbm_bytes_per_byte x comm rate / achievable HBM).
+struct Contention {
+  double sm_slowdown = 0;      ///< extra time fraction of a compute-bound kernel
+  double dp_hbm_slowdown = 0;  ///< of a memory-bound kernel beside data-parallel traffic
+  [[nodiscard]] double extra(double tensor_s, double memory_s, double window_s) const {
+    const double total = tensor_s + memory_s;
+    if (!(total > 0) || !(window_s > 0)) return 0.0;
+    const double share = std::min(1.0, window_s / total);
+    return share * (tensor_s * sm_slowdown + memory_s * dp_hbm_slowdown);
+  }
+};
+
 /// Runs the DES of all stages for one instance; `scale[s]` multiplies stage s's compute.
-Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
-                      const std::vector<std::vector<ChunkCost>>& cost,
+Instance run_instance(const workload::ParallelismSpec& p, const workload::TrainingSpec& t,
+                      const Layout& layout, const std::vector<std::vector<ChunkCost>>& cost,
                       const std::vector<StageComm>& comm, const std::vector<double>& optimizer_s,
-                      const std::vector<double>& scale, double overlap_slowdown) {
-  const int pp = layout.pp, v = p.virtual_stages, m = layout.micro_batches;
+                      const std::vector<double>& scale, const Contention& contention) {
+  const int pp = layout.pp, v = layout.v, m = layout.micro_batches;
   const bool fsdp = p.zero >= 3;
   auto index = [&](int stage, bool fwd, int chunk, int mb) {
     return ((static_cast<std::size_t>(stage) * 2 + (fwd ? 0 : 1)) * v + chunk) * m + mb;
@@ -137,25 +155,49 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
             what += " + reduce_scatter";
           }
         }
-        if (!op.forward && backward_done[s][op.chunk] + 1 == m) {
+        if (t.overlap_grad_reduce && !op.forward && backward_done[s][op.chunk] + 1 == m) {
           traffic += comm[s].dp_sync_s[op.chunk] + comm[s].hsdp_reduce_s[op.chunk];
           if (comm[s].dp_sync_s[op.chunk] > 0)
             what += what.empty() ? "DP grad sync" : " + DP grad sync";
           if (comm[s].hsdp_reduce_s[op.chunk] > 0) what += " + HSDP all_reduce";
         }
         const ChunkCost& c = cost[s][op.chunk];
-        const bool overlapped =
-            traffic > 0 || comm_free[s] > start;  // comm kernels share SMs and HBM
-        const double compute = (op.forward ? c.forward_s : c.backward_s) * scale[s] *
-                               (overlapped ? 1.0 + overlap_slowdown : 1.0);
-        const double tp = c.tp_collectives * comm[s].tp_slot_s;
+        const double work = (op.forward ? c.forward_s : c.backward_s) * scale[s];
+        const double tensor = (op.forward ? c.forward_tensor_s : c.backward_tensor_s) * scale[s];
+        // Data-parallel traffic beside this op (issued with it, or still running from before).
+        const double window = traffic > 0 ? traffic : std::max(0.0, comm_free[s] - start);
+        double compute = work + contention.extra(tensor, work - tensor, window);
+        // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs,
+        // which lose the SMs the communication kernels take while they overlap.
+        const double tp_total = c.tp_collectives * comm[s].tp_slot_s;
+        double tp = tp_total;
+        // Megatron-Core overlaps TP communication only with sequence parallelism (all-gather +
+        // reduce-scatter slots); all-reduces stay exposed.
+        if (t.tp_comm_overlap && p.sequence_parallel && tp_total > 0) {
+          const double each = comm[s].tp_slot_s / 2;
+          const auto o = workload::tp_overlap(c, op.forward, each / scale[s]);
+          tp = o.exposed_s * scale[s];
+          compute += o.overlapped_s * scale[s] * contention.sm_slowdown;
+        }
+        // Ring attention: K/V exchanges run beside the attention kernels (backward: K, V and
+        // their gradients, twice the bytes).
+        const double cp_total = c.cp_exchanges * comm[s].cp_s * (op.forward ? 1.0 : 2.0);
+        const double attention =
+            (op.forward ? c.attention_forward_s : c.attention_backward_s) * scale[s];
+        const double cp = std::max(0.0, cp_total - attention);
+        compute += std::min(cp_total, attention) * contention.sm_slowdown;
         const double ep = c.ep_alltoalls * comm[s].ep_s;
+        tp += cp;
         double finish = start + compute + tp + ep;
         if (traffic > 0) {
           const double traffic_start = std::max(start, comm_free[s]);
           comm_job(s, start, traffic, fmt::format("{} c{}", what, op.chunk));
-          const double with_traffic =
-              std::max(finish, traffic_start + traffic) + traffic / layout.layers_per_chunk;
+          // Without prefetching (overlap_param_gather off) FSDP waits for each gather.
+          const bool serial = fsdp && !t.overlap_param_gather;
+          const double with_traffic = serial
+                                          ? finish + traffic
+                                          : std::max(finish, traffic_start + traffic) +
+                                                traffic / std::max(1, layout.layers(s, op.chunk));
           exposed[s] += with_traffic - finish;
           finish = with_traffic;
         }
@@ -168,7 +210,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
         out.timeline.push_back(
             {s, "compute",
              fmt::format("{} c{} mb{}", op.forward ? "F" : "B", op.chunk, op.micro_batch), start,
-             finish});
+             finish, op.chunk, op.micro_batch, op.forward, compute});
         if (!op.forward) ++backward_done[s][op.chunk];
         ++next[s];
         --remaining;
@@ -179,9 +221,23 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
   }
 
   for (int s = 0; s < pp; ++s) {
+    if (!t.overlap_grad_reduce) {
+      // Gradient synchronization only after the last backward: nothing hides it.
+      double sync = 0;
+      for (int c = 0; c < v; ++c) sync += comm[s].dp_sync_s[c] + comm[s].hsdp_reduce_s[c];
+      comm_job(s, compute_free[s], sync, "DP grad sync (after backward)");
+    }
     const double comm_end = std::max(compute_free[s], comm_free[s]);
-    const double stage_end = comm_end + optimizer_s[s];
+    double stage_end = comm_end + optimizer_s[s];
     out.timeline.push_back({s, "compute", "optimizer", comm_end, stage_end});
+    // Distributed optimizer: the updated parameter shards are all-gathered; with
+    // overlap_param_gather that runs under the next step's first forwards.
+    if (!t.overlap_param_gather && comm[s].param_gather_s > 0) {
+      out.timeline.push_back(
+          {s, "comm", "DP param all_gather", stage_end, stage_end + comm[s].param_gather_s});
+      exposed[s] += comm[s].param_gather_s;
+      stage_end += comm[s].param_gather_s;
+    }
     if (stage_end > out.step_s) {
       out.step_s = stage_end;
       out.critical_stage = s;
@@ -202,19 +258,37 @@ Instance run_instance(const workload::ParallelismSpec& p, const Layout& layout,
 
 }  // namespace
 
-StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank,
-                         const core::CancelToken* cancel) {
+namespace {
+
+StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, bool per_rank,
+                          const core::CancelToken* cancel) {
   core::check(cancel);
-  if (!scenario.has_job)
-    throw core::Error("model", "", "the scenario has no model section: nothing to train",
-                      scenario.source);
   const auto& model = scenario.model;
   const auto& p = scenario.parallelism;
   const auto& t = scenario.training;
   const topology::Fabric fabric(scenario.cluster, scenario.fabric);
   const calibrate::Profile profile = calibrate::load_profile(scenario.cluster.gpu);
-  const Layout layout = workload::make_layout(model, p, t, fabric.gpu_count());
+  Layout layout = workload::make_layout(model, p, t, fabric.gpu_count());
+  const workload::KernelCoster coster(profile, t.precision);
+  if (t.attention == "flash" && !coster.has_flash())
+    throw core::Error("training.attention", t.attention,
+                      fmt::format("profile '{}' has no flash-attention measurements "
+                                  "(kernels.flash_attention); use training.attention: unfused",
+                                  profile.name),
+                      scenario.source);
+  if (p.stage_layers_auto) {
+    const auto w = workload::stage_weights(model, p, t, layout, coster);
+    layout.set_stage_layers(workload::balance_stage_layers(model.layers, layout.pp, w.layer_s,
+                                                           w.embedding_s, w.output_s));
+  }
   StepReport r;
+  r.program = workload::step_program(model, p, t, layout, coster);
+  r.virtual_stages = layout.v;
+  for (int st = 0; st < layout.pp; ++st) {
+    int n = 0;
+    for (int c = 0; c < layout.v; ++c) n += layout.layers(st, c);
+    r.stage_layers.push_back(n);
+  }
   r.gpus = fabric.gpu_count();
   r.micro_batches = layout.micro_batches;
   r.memory = workload::memory_per_gpu(model, p, t, layout);
@@ -246,18 +320,10 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
     return res.time_s;
   };
 
-  const int pp = layout.pp, v = p.virtual_stages, m = layout.micro_batches;
-  std::vector<std::vector<ChunkCost>> cost(pp);
+  const int pp = layout.pp, v = layout.v, m = layout.micro_batches;
+  const std::vector<std::vector<ChunkCost>>& cost = r.program.chunks;
   std::vector<double> optimizer_s(pp);
-  for (int s = 0; s < pp; ++s) {
-    double stage_params = 0;
-    for (int c = 0; c < v; ++c) {
-      cost[s].push_back(workload::chunk_cost(model, p, t, layout, profile, s, c));
-      stage_params += cost[s].back().params;
-    }
-    const double sharded = stage_params / (p.zero >= 1 ? layout.shard_group : 1);
-    optimizer_s[s] = workload::optimizer_seconds(sharded, profile);
-  }
+  for (int s = 0; s < pp; ++s) optimizer_s[s] = r.program.optimizer[s].seconds;
 
   // Communication costs of every stage. With `replica` >= 0 (per-rank mode) the collectives
   // private to a replica (TP, EP, pipeline transfers) are solved for that replica's groups alone;
@@ -309,6 +375,14 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
       } else if (v > 1 && pp > 1) {
         comm[s].p2p_s = comm[0].p2p_s;  // last stage to stage 0 of the next chunk: same pattern
       }
+      if (layout.cp > 1) {
+        // Ring attention: every rank sends its K/V block to the next rank of its CP group (a
+        // send/recv over a group is that ring); backward sends twice the bytes.
+        double cp_calls = 0;
+        for (const auto& c : cost[s]) cp_calls += 3.0 * m * c.cp_exchanges;
+        comm[s].cp_s = collective(fmt::format("CP ring send/recv s{}", s), "sendrecv",
+                                  mine(layout.dp_groups(s, layout.cp)), c0.cp_bytes, cp_calls);
+      }
       for (int c = 0; c < v; ++c) {
         const ChunkCost& cc = cost[s][c];
         const double dense_bytes = 2.0 * (cc.params - cc.expert_params);
@@ -330,6 +404,10 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
           const std::string op = p.zero == 0 ? "all_reduce" : "reduce_scatter";
           dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op,
                           layout.dp_groups(s, layout.dp), dense_bytes, once);
+          if (p.zero >= 1)  // distributed optimizer: gather the updated shards back
+            comm[s].param_gather_s +=
+                collective(fmt::format("DP param all_gather s{} c{}", s, c), "all_gather",
+                           layout.dp_groups(s, layout.dp), dense_bytes, once);
           if (expert_bytes > 0 && layout.dp / layout.ep > 1)
             dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
                              layout.dp_groups(s, layout.dp / layout.ep, layout.ep), expert_bytes,
@@ -347,14 +425,23 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
   // Instances: the symmetric one (or, per rank, every replica), and the replica holding a
   // straggler if there is one. The step ends when the slowest instance does.
   std::vector<double> scale(pp, 1.0);
-  const double overlap = profile.overlap_compute_slowdown.value;
+  Contention overlap;
+  {
+    const auto& k = profile.kernels;
+    const double sm_fraction = k.nccl_channels.value / k.sm_count.value;
+    overlap.sm_slowdown = sm_fraction / (1.0 - sm_fraction);
+    // Data-parallel traffic leaves through the NIC: its HBM share at line rate.
+    const double hbm_fraction = std::min(
+        0.5, k.nccl_hbm_bytes_per_byte.value * profile.nic_payload_Bps() / coster.hbm_Bps());
+    overlap.dp_hbm_slowdown = hbm_fraction / (1.0 - hbm_fraction);
+  }
   std::vector<StageComm> comm = build_comm(-1);
   Instance worst;
   if (per_rank) {
     for (int replica = 0; replica < layout.dp; ++replica) {
       core::check(cancel);
       Instance one =
-          run_instance(p, layout, cost, build_comm(replica), optimizer_s, scale, overlap);
+          run_instance(p, t, layout, cost, build_comm(replica), optimizer_s, scale, overlap);
       if (replica == 0 || one.step_s > worst.step_s) worst = std::move(one);
     }
     std::fill(r.link_bytes.begin(), r.link_bytes.end(),
@@ -364,14 +451,14 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
       build_comm(replica);
     }
   } else {
-    worst = run_instance(p, layout, cost, comm, optimizer_s, scale, overlap);
+    worst = run_instance(p, t, layout, cost, comm, optimizer_s, scale, overlap);
   }
   if (scenario.slow_gpu >= 0) {
     if (scenario.slow_gpu >= r.gpus)
       throw core::Error("perturbations.slow_gpu.gpu", std::to_string(scenario.slow_gpu),
                         fmt::format("the cluster has {} GPUs", r.gpus), scenario.source);
     scale[scenario.slow_gpu / (layout.tp * layout.dp)] = scenario.slow_factor;
-    Instance slow = run_instance(p, layout, cost, comm, optimizer_s, scale, overlap);
+    Instance slow = run_instance(p, t, layout, cost, comm, optimizer_s, scale, overlap);
     if (slow.step_s > worst.step_s) worst = std::move(slow);
   }
   r.step_time_s = worst.step_s;
@@ -389,7 +476,9 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
                 2.0 * t.global_batch * model.seq_len * model.vocab * model.hidden;
   if (p.recompute == "selective") recompute = model.attention_score_flops(t.global_batch);
   r.hardware_flops_per_step = r.model_flops_per_step + recompute;
-  r.peak_tflops = profile.peak_flops(t.precision) / 1e12;
+  // MFU is against the BF16 dense peak whatever the training precision (as NeMo and Megatron
+  // report FP8 runs: model TFLOP/s per GPU over the BF16 peak).
+  r.peak_tflops = profile.peak_flops("bf16") / 1e12;
   r.tflops_per_gpu = r.model_flops_per_step / r.step_time_s / r.gpus / 1e12;
   r.hfu_tflops_per_gpu = r.hardware_flops_per_step / r.step_time_s / r.gpus / 1e12;
   r.mfu = r.tflops_per_gpu / r.peak_tflops;
@@ -412,102 +501,39 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
   return r;
 }
 
-std::string step_summary_text(const Scenario& s, const StepReport& r) {
-  const auto& p = s.parallelism;
-  std::string out = fmt::format("Training step: {} on {} GPUs ({})\n", s.model.name,
-                                core::with_commas(r.gpus), s.cluster.gpu);
-  out += fmt::format(
-      "parallelism  tp {} x pp {} (v {}) x dp {}, ep {}, zero {}{}, micro-batch {}, {} "
-      "micro-batches, recompute {}\n",
-      p.tp, p.pp, p.virtual_stages, p.dp, p.ep, p.zero,
-      p.hsdp_shard > 0 ? fmt::format(" (HSDP shard {})", p.hsdp_shard) : "", p.micro_batch,
-      r.micro_batches, p.recompute);
-  out += fmt::format(
-      "memory       {:.1f} of {:.0f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
-      "activations {:.1f}, reserve {:.1f})\n",
-      r.memory.total_GB(), r.memory_capacity_GB, r.memory.weights_GB, r.memory.gradients_GB,
-      r.memory.optimizer_GB, r.memory.activations_GB, r.memory.reserve_GB);
-  out += fmt::format(
-      "step time    {:.3f} s   tokens/s {}   {:.0f} TFLOP/s per GPU (HFU {:.0f})   MFU {:.1f} %\n",
-      r.step_time_s, core::with_commas(static_cast<std::int64_t>(r.tokens_per_s)), r.tflops_per_gpu,
-      r.hfu_tflops_per_gpu, 100 * r.mfu);
-  out += fmt::format("breakdown    (critical stage {})\n", r.critical_stage);
-  for (const auto& [name, seconds] : r.breakdown)
-    out += fmt::format("  {:<26}{:>9.3f} s {:>6.1f} %\n", name, seconds,
-                       100 * seconds / r.step_time_s);
-  out += "link utilization (mean over the step)\n";
-  for (const auto& [kind, u] : r.link_utilization)
-    out += fmt::format("  {:<26}{:>8.1f} %\n", kind, 100 * u);
-  out += fmt::format(
-      "time to train {:.3g} tokens: {:.1f} days, {} GPU-hours, {} at {:g}/GPU-hour\n",
-      s.training.tokens, r.time_to_train_days,
-      core::with_commas(static_cast<std::int64_t>(r.gpu_hours)),
-      core::with_commas(static_cast<std::int64_t>(r.cost)), s.training.price_per_gpu_hour);
-  return out;
-}
+}  // namespace
 
-std::string step_summary_json(const Scenario& s, const StepReport& r) {
-  nlohmann::ordered_json j;
-  j["scenario"] = s.name;
-  j["model"] = s.model.name;
-  j["gpus"] = r.gpus;
-  j["micro_batches"] = r.micro_batches;
-  j["step_time_s"] = r.step_time_s;
-  j["tokens_per_step"] = r.tokens_per_step;
-  j["tokens_per_s"] = r.tokens_per_s;
-  j["tflops_per_gpu"] = r.tflops_per_gpu;
-  j["hfu_tflops_per_gpu"] = r.hfu_tflops_per_gpu;
-  j["mfu"] = r.mfu;
-  j["peak_tflops"] = r.peak_tflops;
-  nlohmann::ordered_json b = nlohmann::ordered_json::object();
-  for (const auto& [name, seconds] : r.breakdown) b[name] = seconds;
-  j["breakdown"] = b;
-  j["critical_stage"] = r.critical_stage;
-  j["memory_GB"] = {{"weights", r.memory.weights_GB},     {"gradients", r.memory.gradients_GB},
-                    {"optimizer", r.memory.optimizer_GB}, {"activations", r.memory.activations_GB},
-                    {"reserve", r.memory.reserve_GB},     {"total", r.memory.total_GB()},
-                    {"capacity", r.memory_capacity_GB}};
-  nlohmann::ordered_json u = nlohmann::ordered_json::object();
-  for (const auto& [kind, value] : r.link_utilization) u[kind] = value;
-  j["link_utilization"] = u;
-  nlohmann::ordered_json c = nlohmann::ordered_json::object();
-  for (const auto& [name, seconds] : r.collective_times) c[name] = seconds;
-  j["collective_time_s"] = c;
-  j["time_to_train_days"] = r.time_to_train_days;
-  j["gpu_hours"] = r.gpu_hours;
-  j["cost"] = r.cost;
-  return j.dump(2) + "\n";
-}
-
-std::string step_trace_json(const StepReport& r) {
-  nlohmann::json events = nlohmann::json::array();
-  for (const auto& op : r.timeline) {
-    events.push_back({{"name", op.name},
-                      {"ph", "X"},
-                      {"ts", op.start_s * 1e6},
-                      {"dur", (op.end_s - op.start_s) * 1e6},
-                      {"pid", op.stage},
-                      {"tid", op.stream == "compute" ? 0 : 1}});
+StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank,
+                         const core::CancelToken* cancel) {
+  if (!scenario.has_job)
+    throw core::Error("model", "", "the scenario has no model section: nothing to train",
+                      scenario.source);
+  if (scenario.parallelism.virtual_stages != 0)
+    return simulate_fixed(scenario, engine, per_rank, cancel);
+  // virtual_stages: auto — the fastest interleaving that fits in memory and divides the work.
+  std::optional<StepReport> best;
+  std::optional<core::Error> last_error;
+  const auto& p = scenario.parallelism;
+  for (int v = 1; v <= 16; ++v) {
+    if (v > 1 && p.pp == 1) break;
+    if (p.pp * v > scenario.model.layers) break;
+    Scenario candidate = scenario;
+    candidate.parallelism.virtual_stages = v;
+    try {
+      StepReport r = simulate_fixed(candidate, engine, per_rank, cancel);
+      if (!best || r.step_time_s < best->step_time_s) best = std::move(r);
+    } catch (const core::Error& e) {
+      if (e.field().rfind("parallelism", 0) != 0 && e.field() != "training.global_batch") throw;
+      if (!last_error) last_error = e;
+    }
   }
-  std::set<int> stages;
-  for (const auto& op : r.timeline) stages.insert(op.stage);
-  for (int s : stages) {
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"pid", s},
-                      {"args", {{"name", fmt::format("stage {} (rank class)", s)}}}});
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", s},
-                      {"tid", 0},
-                      {"args", {{"name", "compute + TP/EP"}}}});
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", s},
-                      {"tid", 1},
-                      {"args", {{"name", "DP / FSDP comm"}}}});
+  if (!best) {
+    throw core::Error("parallelism.virtual_stages", "auto",
+                      "no interleaving fits: " + (last_error ? std::string(last_error->what())
+                                                             : std::string("pp > layers")),
+                      scenario.source);
   }
-  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+  return *best;
 }
 
 }  // namespace twin::sim

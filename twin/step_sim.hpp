@@ -29,6 +29,7 @@
 #include "core/cancel.hpp"
 #include "twin/scenario.hpp"
 #include "workload/parallelism.hpp"
+#include "workload/step_program.hpp"
 
 namespace twin::sim {
 
@@ -37,6 +38,9 @@ struct TimelineOp {
   std::string stream;  ///< compute or comm
   std::string name;    ///< F c3 mb5, B c0 mb1, DP all_reduce c2, FSDP all_gather ...
   double start_s = 0, end_s = 0;
+  int chunk = -1, micro_batch = -1;  ///< compute ops of the pipeline schedule
+  bool forward = false;
+  double compute_s = 0;  ///< the op's kernel time (the rest of it waits on communication)
 };
 
 struct StepReport {
@@ -62,6 +66,9 @@ struct StepReport {
   std::vector<std::pair<std::string, double>> link_utilization;  ///< mean, by link kind
   std::vector<double> link_bytes;                                ///< per step, by LinkId
   std::vector<std::pair<std::string, double>> collective_times;  ///< name, seconds each
+  workload::StepProgram program;                                 ///< the kernels that were run
+  int virtual_stages = 1;                                        ///< used (resolves auto)
+  std::vector<int> stage_layers;  ///< layers per stage used (resolves auto)
 };
 
 /// Throws core::Error when the scenario has no job, the parallelism is impossible or the

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.hpp"
 
@@ -37,6 +38,70 @@ std::vector<std::vector<int>> Layout::dp_groups(int stage, int size, int stride)
   return groups;
 }
 
+int Layout::first_layer(int stage, int chunk) const {
+  int first = 0;
+  for (int i = 0; i < chunk * pp + stage; ++i) first += chunk_layers[static_cast<std::size_t>(i)];
+  return first;
+}
+
+void Layout::set_stage_layers(const std::vector<int>& per_stage) {
+  chunk_layers.assign(static_cast<std::size_t>(pp * v), 0);
+  layers_per_chunk = 0;
+  for (int s = 0; s < pp; ++s) {
+    const int n = per_stage[static_cast<std::size_t>(s)];
+    for (int c = 0; c < v; ++c) {
+      const int layers_here = n / v + (c < n % v ? 1 : 0);
+      chunk_layers[static_cast<std::size_t>(c * pp + s)] = layers_here;
+      layers_per_chunk = std::max(layers_per_chunk, layers_here);
+    }
+  }
+}
+
+std::vector<int> balance_stage_layers(int layers, int pp, double layer_s, double first_extra_s,
+                                      double last_extra_s) {
+  auto extra = [&](int s) {
+    return (s == 0 ? first_extra_s : 0.0) + (s == pp - 1 ? last_extra_s : 0.0);
+  };
+  // Smallest bound B on stage time that can hold every layer: stage s takes
+  // floor((B - extra_s) / layer_s) layers. Candidates for B are k layer_s + extra_s.
+  std::vector<int> counts(static_cast<std::size_t>(pp), 0);
+  auto fill = [&](double bound) {
+    long long total = 0;
+    for (int s = 0; s < pp; ++s) {
+      const double room = (bound - extra(s)) / layer_s;
+      const int n = room < 0 ? 0 : static_cast<int>(std::floor(room + 1e-9));
+      counts[static_cast<std::size_t>(s)] = n;
+      total += n;
+    }
+    return total;
+  };
+  std::vector<double> bounds;
+  for (int s = 0; s < pp; ++s)
+    for (int k = 0; k <= layers; ++k) bounds.push_back(k * layer_s + extra(s));
+  std::sort(bounds.begin(), bounds.end());
+  for (double b : bounds) {
+    if (fill(b) < layers) continue;
+    // Too many: take layers back from the stages with the most work (latest stage on ties).
+    long long excess = 0;
+    for (int n : counts) excess += n;
+    excess -= layers;
+    while (excess-- > 0) {
+      int worst = -1;
+      for (int s = 0; s < pp; ++s) {
+        const auto i = static_cast<std::size_t>(s);
+        if (counts[i] == 0) continue;
+        const double t = counts[i] * layer_s + extra(s);
+        if (worst < 0 ||
+            t > counts[static_cast<std::size_t>(worst)] * layer_s + extra(worst) - 1e-12)
+          worst = s;
+      }
+      --counts[static_cast<std::size_t>(worst)];
+    }
+    return counts;
+  }
+  return counts;
+}
+
 Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
                    int gpus) {
   validate(model);
@@ -47,13 +112,27 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   positive(p.pp, "parallelism.pp");
   positive(p.dp, "parallelism.dp");
   positive(p.ep, "parallelism.ep");
-  positive(p.virtual_stages, "parallelism.virtual_stages");
+  positive(p.cp, "parallelism.cp");
+  if (p.virtual_stages < 0)
+    throw core::Error("parallelism.virtual_stages", std::to_string(p.virtual_stages),
+                      "must be a positive integer or auto");
   positive(p.micro_batch, "parallelism.micro_batch");
-  if (static_cast<long long>(p.tp) * p.pp * p.dp != gpus)
+  if (static_cast<long long>(p.tp) * p.cp * p.pp * p.dp != gpus)
     throw core::Error("parallelism",
-                      fmt::format("tp {} x pp {} x dp {} = {}", p.tp, p.pp, p.dp,
-                                  static_cast<long long>(p.tp) * p.pp * p.dp),
+                      fmt::format("tp {} x cp {} x pp {} x dp {} = {}", p.tp, p.cp, p.pp, p.dp,
+                                  static_cast<long long>(p.tp) * p.cp * p.pp * p.dp),
                       fmt::format("must equal the cluster's {} GPUs", gpus));
+  // Ring attention with the causal load balance splits each sequence into 2 cp chunks.
+  if (p.cp > 1 && model.seq_len % (2 * p.cp) != 0)
+    throw core::Error("parallelism.cp", std::to_string(p.cp),
+                      fmt::format("2 x cp must divide model.seq_len ({}): ring attention splits "
+                                  "each sequence into 2 cp load-balanced chunks",
+                                  model.seq_len));
+  if (p.cp > 1 && p.zero >= 3)
+    throw core::Error("parallelism.cp", std::to_string(p.cp),
+                      "context parallelism is modelled with Megatron's DP/distributed optimizer, "
+                      "not with FSDP (zero 3)");
+  const int v = p.virtual_stages == 0 ? 1 : p.virtual_stages;
   if (model.heads % p.tp != 0)
     throw core::Error("parallelism.tp", std::to_string(p.tp),
                       fmt::format("must divide model.heads ({})", model.heads));
@@ -61,10 +140,35 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
     throw core::Error(
         "parallelism.tp", std::to_string(p.tp),
         fmt::format("must divide model.kv_heads ({}) or be a multiple of it", model.kv_heads));
-  if (model.layers % (p.pp * p.virtual_stages) != 0)
+  if (!p.stage_layers.empty()) {
+    long long sum = 0;
+    std::string listed;
+    for (int n : p.stage_layers) {
+      sum += n;
+      listed += (listed.empty() ? "" : ", ") + std::to_string(n);
+    }
+    if (static_cast<int>(p.stage_layers.size()) != p.pp)
+      throw core::Error("parallelism.stage_layers", "[" + listed + "]",
+                        fmt::format("needs one entry per pipeline stage (pp = {}), has {}", p.pp,
+                                    p.stage_layers.size()));
+    if (sum != model.layers)
+      throw core::Error("parallelism.stage_layers", "[" + listed + "]",
+                        fmt::format("sums to {} but the model has {} layers", sum, model.layers));
+    for (int n : p.stage_layers)
+      if (n < v)
+        throw core::Error("parallelism.stage_layers", "[" + listed + "]",
+                          fmt::format("every stage needs at least virtual_stages ({}) layers", v));
+  } else if (p.stage_layers_auto) {
+    if (model.layers < p.pp * v)
+      throw core::Error("parallelism.pp", std::to_string(p.pp),
+                        fmt::format("pp x virtual_stages ({}) exceeds model.layers ({})", p.pp * v,
+                                    model.layers));
+  } else if (model.layers % (p.pp * v) != 0) {
     throw core::Error("parallelism.pp", std::to_string(p.pp),
-                      fmt::format("pp x virtual_stages ({}) must divide model.layers ({})",
-                                  p.pp * p.virtual_stages, model.layers));
+                      fmt::format("pp x virtual_stages ({}) must divide model.layers ({}); or "
+                                  "set parallelism.stage_layers (auto or a list)",
+                                  p.pp * v, model.layers));
+  }
   if (p.dp % p.ep != 0)
     throw core::Error(
         "parallelism.ep", std::to_string(p.ep),
@@ -83,7 +187,7 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                       fmt::format("must divide parallelism.dp ({})", p.dp));
   if (p.recompute != "none" && p.recompute != "selective" && p.recompute != "full")
     throw core::Error("parallelism.recompute", p.recompute, "must be none, selective or full");
-  if (p.virtual_stages > 1 && p.pp == 1)
+  if (v > 1 && p.pp == 1)
     throw core::Error("parallelism.virtual_stages", std::to_string(p.virtual_stages),
                       "interleaving needs pp > 1");
   const double per_step = static_cast<double>(p.dp) * p.micro_batch;
@@ -92,27 +196,39 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
     throw core::Error(
         "training.global_batch", fmt::format("{}", t.global_batch),
         fmt::format("must be a positive multiple of dp x micro_batch ({})", per_step));
-  if (p.virtual_stages > 1 && static_cast<long long>(micro) % p.pp != 0)
+  if (v > 1 && static_cast<long long>(micro) % p.pp != 0)
     throw core::Error("training.global_batch", fmt::format("{}", t.global_batch),
                       "interleaved 1F1B needs the micro-batch count to be a multiple of pp");
   if (t.precision != "bf16" && t.precision != "fp8")
     throw core::Error("training.precision", t.precision, "must be bf16 or fp8");
+  if (t.attention != "flash" && t.attention != "unfused")
+    throw core::Error("training.attention", t.attention, "must be flash or unfused");
   if (!(t.tokens > 0))
     throw core::Error("training.tokens", fmt::format("{}", t.tokens), "must be positive");
   Layout l;
   l.tp = p.tp;
   l.pp = p.pp;
-  l.dp = p.dp;
+  l.dp = p.dp * p.cp;
+  l.cp = p.cp;
   l.ep = p.ep;
+  l.v = v;
   l.gpus = gpus;
   l.micro_batches = static_cast<int>(micro);
-  l.layers_per_chunk = model.layers / (p.pp * p.virtual_stages);
-  l.shard_group = p.hsdp_shard > 0 ? p.hsdp_shard : p.dp;
+  l.shard_group = p.hsdp_shard > 0 ? p.hsdp_shard : l.dp;
+  if (!p.stage_layers.empty()) {
+    l.set_stage_layers(p.stage_layers);
+  } else {
+    // Even split (auto is rebalanced by the step once layer costs are known).
+    std::vector<int> even(static_cast<std::size_t>(p.pp), model.layers / p.pp);
+    for (int s = 0; s < model.layers % p.pp; ++s) ++even[static_cast<std::size_t>(s)];
+    l.set_stage_layers(even);
+  }
   return l;
 }
 
 double params_per_gpu(const ModelSpec& model, const Layout& layout) {
-  const double layers = static_cast<double>(model.layers) / layout.pp;
+  double layers = 0;
+  for (int c = 0; c < layout.v; ++c) layers += layout.layers(0, c);
   const double moe_fraction = static_cast<double>(model.moe_layers()) / model.layers;
   const double dense_mlp = (1 - moe_fraction) * model.dense_mlp_params();
   // Experts split over ep, every matrix split over tp; the input embedding sits on stage 0.
@@ -130,12 +246,14 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
   m.weights_GB = 2.0 * params / (p.zero >= 3 ? shard : 1.0) / 1e9;
   m.gradients_GB = 2.0 * params / (p.zero >= 2 ? shard : 1.0) / 1e9;
   m.optimizer_GB = 12.0 * params / (p.zero >= 1 ? shard : 1.0) / 1e9;
-  const double s = model.seq_len, b = p.micro_batch, h = model.hidden, a = model.heads, tp = p.tp;
+  const double s = static_cast<double>(model.seq_len) / p.cp, b = p.micro_batch, h = model.hidden,
+               a = model.heads, tp = p.tp;
   // Flash attention never stores the s x s scores, so the 5 a s / (h t) term of Korthikanti
   // et al. is absent with or without selective recompute.
-  double per_layer = s * b * h * (p.sequence_parallel ? 34.0 / tp : 10.0 + 24.0 / tp);
+  // Without dropout (the step models none: current recipes train without it) the two 1-byte
+  // hidden-dropout masks of the 34 drop out: 32 s b h / t (8 + 24 / t without SP).
+  double per_layer = s * b * h * (p.sequence_parallel ? 32.0 / tp : 8.0 + 24.0 / tp);
   if (p.recompute == "full") per_layer = 2.0 * s * b * h / (p.sequence_parallel ? tp : 1.0);
-  (void)a;
   // MoE layers keep top_k expert activations instead of one MLP's (scaled by the MLP share).
   if (model.moe()) {
     const double mlp_share = 19.0 / 34.0;  // of the 34 s b h bytes, the MLP's (Korthikanti Table 2)
@@ -144,10 +262,14 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
                   (model.top_k * model.capacity_factor * model.expert_ffn_hidden / (4.0 * h) - 1.0);
     per_layer *= std::max(1.0, moe_scale);
   }
-  const double in_flight =
-      std::min<double>(p.pp, layout.micro_batches) *
-      (1.0 + (p.virtual_stages > 1 ? (p.pp - 1.0) / (p.pp * p.virtual_stages) : 0.0));
-  m.activations_GB = per_layer * (static_cast<double>(model.layers) / p.pp) * in_flight / 1e9;
+  // Unfused attention stores the s x s scores: Korthikanti et al.'s 5 a s / (h t) term (2 bytes
+  // softmax output, 1 dropout mask, 2 dropout output per score), unless recomputed.
+  if (t.attention == "unfused" && p.recompute == "none") per_layer += 5.0 * a * s * s * b / tp;
+  const double in_flight = std::min<double>(p.pp, layout.micro_batches) *
+                           (1.0 + (layout.v > 1 ? (p.pp - 1.0) / (p.pp * layout.v) : 0.0));
+  double stage0_layers = 0;
+  for (int c = 0; c < layout.v; ++c) stage0_layers += layout.layers(0, c);
+  m.activations_GB = per_layer * stage0_layers * in_flight / 1e9;
   m.reserve_GB = t.memory_reserve_GB;
   return m;
 }

@@ -11,9 +11,11 @@
 /// Memory per GPU (bytes), after Rajbhandari et al. (ZeRO) and Korthikanti et al. (2022):
 ///   weights 2/param, gradients 2/param (bf16), optimizer 12/param (fp32 master + Adam m, v);
 ///   ZeRO 1 shards the optimizer, 2 also gradients, 3 also weights, over the shard group.
-///   Activations per layer per micro-batch, s b h bytes times 34/t with sequence parallelism,
-///     10 + 24/t without — Korthikanti et al.'s figures without the 5 a s/(h t) attention-score
-///     term, which flash attention never stores — or 2/t (full recompute: the layer input).
+///   Activations per layer per micro-batch (s = seq_len / cp), s b h bytes times 32/t with
+///     sequence parallelism, 8 + 24/t without — Korthikanti et al.'s 34/t and 10 + 24/t less
+///     the two hidden-dropout masks (no dropout is modelled), and without the 5 a s/(h t)
+///     attention-score term, which flash attention never stores (unfused attention adds it) —
+///     or 2/t (full recompute: the layer input).
 ///   The first pipeline stage holds pp micro-batches in flight (1F1B); interleaving adds
 ///   (pp - 1)/(pp v) of that. A fixed reserve covers the CUDA context, NCCL buffers and
 ///   fragmentation (`training.memory_reserve_GB`, stated, not measured).
@@ -27,9 +29,14 @@ namespace twin::workload {
 
 struct ParallelismSpec {
   int tp = 8, pp = 8, dp = 64, ep = 1;
+  int cp = 1;  ///< context parallelism: the sequence split over cp ranks (ring attention)
+  /// Layers per pipeline stage: empty = an even split; with stage_layers_auto the split that
+  /// balances stage time (embedding and output layer + loss included) is chosen by the step.
+  std::vector<int> stage_layers;
+  bool stage_layers_auto = false;
   int zero = 1;            ///< 0..3 (3 = FSDP)
   int hsdp_shard = 0;      ///< >0: HSDP, shard over this many DP ranks, replicate across the rest
-  int virtual_stages = 1;  ///< interleaved 1F1B chunks per stage
+  int virtual_stages = 1;  ///< interleaved 1F1B chunks per stage (0: auto, best that fits)
   int micro_batch = 1;     ///< sequences per micro-batch
   bool sequence_parallel = true;
   std::string recompute = "none";  ///< none, selective, full
@@ -39,24 +46,51 @@ struct TrainingSpec {
   double global_batch = 1024;  ///< sequences per step
   double tokens = 15.0e12;     ///< token budget of the whole run
   std::string precision = "bf16";
+  /// Software stack: flash or unfused attention, fused element-wise kernels, and Megatron-Core's
+  /// overlap switches (TP communication with GEMMs, DP gradient reduce-scatter with backward,
+  /// parameter all-gather with the next forward).
+  std::string attention = "flash";
+  bool fused_kernels = true;
+  bool tp_comm_overlap = true;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
   double memory_reserve_GB = 4.0;
   double price_per_gpu_hour = 2.0;  ///< illustrative, for the cost line
 };
 
 struct Layout {
-  int tp = 1, pp = 1, dp = 1, ep = 1;
+  /// dp here counts the replicas of a stage: data-parallel x context-parallel ranks, ordered CP
+  /// fastest (Megatron's tp-cp-dp-pp order); gradients are reduced over all of them.
+  int tp = 1, pp = 1, dp = 1, ep = 1, cp = 1;
+  int v = 1;  ///< virtual stages (chunks per stage)
   int gpus = 0;
   int micro_batches = 0;     ///< per step per pipeline
-  int layers_per_chunk = 0;  ///< per stage per virtual stage
-  int shard_group = 1;       ///< ZeRO/FSDP shard group size (dp, or hsdp_shard)
+  int layers_per_chunk = 0;  ///< the most layers of any chunk
+  int shard_group = 1;       ///< ZeRO/FSDP shard group size (dp x cp, or hsdp_shard)
+  /// Layers of chunk c of stage s at [c * pp + s]; chunks hold consecutive layers in that order.
+  std::vector<int> chunk_layers;
 
   [[nodiscard]] int gpu(int tp_rank, int dp_rank, int pp_rank) const {
     return tp_rank + tp * (dp_rank + dp * pp_rank);
   }
+  [[nodiscard]] int layers(int stage, int chunk) const {
+    return chunk_layers[static_cast<std::size_t>(chunk * pp + stage)];
+  }
+  [[nodiscard]] int first_layer(int stage, int chunk) const;
+  /// Sets the per-stage layer counts (each split as evenly as possible over the stage's chunks,
+  /// earlier chunks taking the remainder).
+  void set_stage_layers(const std::vector<int>& per_stage);
   /// Every TP group of a stage; every DP group of a stage (tp of them, of size dp) ...
   [[nodiscard]] std::vector<std::vector<int>> tp_groups(int stage) const;
   [[nodiscard]] std::vector<std::vector<int>> dp_groups(int stage, int size, int stride = 1) const;
 };
+
+/// The per-stage layer counts that minimize the slowest stage's time, given one layer's time and
+/// the extra time of the first stage (embedding) and the last (output layer + loss); ties are
+/// broken by taking layers from the stage with the most work. E.g. 126 layers on 16 stages with
+/// an output layer worth under one layer: 7, 8 x 14, 7.
+std::vector<int> balance_stage_layers(int layers, int pp, double layer_s, double first_extra_s,
+                                      double last_extra_s);
 
 /// Validates parallelism against the model and cluster; throws core::Error naming the field.
 Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,

@@ -1,103 +1,420 @@
 #include "workload/step_program.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace twin::workload {
 namespace {
 
-struct Compute {
-  const calibrate::Profile& profile;
-  double peak;  // FLOP/s of the training dtype
-  double hbm;   // achievable bytes/s
-  double seconds = 0;
-  double flops = 0;
-  void gemm(double m, double n, double k, double count = 1.0) {
-    const double f = 2.0 * m * n * k * count;
-    seconds += f / (peak * profile.gemm_efficiency(m, n, k));
-    flops += f;
+/// Builds one block's kernels; the bytes and pass counts are the header's.
+class BlockBuilder {
+ public:
+  BlockBuilder(const KernelCoster& coster, bool fused) : c_(coster), fused_(fused) {}
+
+  BlockProgram block;
+
+  /// A forward GEMM (m, n, k) and its backward data- and weight-gradient GEMMs; returns the
+  /// forward time (last_dgrad_s() the data-gradient GEMM's). In FP8 (Transformer Engine's
+  /// recipe) the input is cast to FP8 with a transposed copy for the weight gradient (read 2,
+  /// write 1 + 1 bytes per element) unless a fused norm or activation already wrote it
+  /// (`cast_fused`), and backward casts the output gradient the same way. Weights are cast
+  /// once per step (cached across micro-batches), which is left out.
+  double gemm(const std::string& name, double m, double n, double k, double batch = 1,
+              bool recompute = false, bool cast_fused = false) {
+    if (c_.fp8() && !(cast_fused && fused_)) {
+      Kernel cast = c_.memory(name + " input fp8 cast-transpose", 4.0 * m * k * batch);
+      if (recompute) block.recompute.push_back(cast);
+      block.forward.push_back(std::move(cast));
+    }
+    if (c_.fp8())
+      block.backward.push_back(c_.memory(name + " grad fp8 cast-transpose", 4.0 * m * n * batch));
+    Kernel f = c_.gemm(name, m, n, k, batch);
+    const double fwd = f.time_s;
+    if (recompute) block.recompute.push_back(f);
+    block.forward.push_back(std::move(f));
+    Kernel d = c_.gemm(name + " dgrad", m, k, n, batch);
+    Kernel w = c_.gemm(name + " wgrad", n, k, m, batch);
+    last_dgrad_s_ = d.time_s;
+    block.backward.push_back(std::move(d));
+    block.backward.push_back(std::move(w));
+    return fwd;
   }
-  void memory(double bytes) { seconds += bytes / hbm; }
+  [[nodiscard]] double last_dgrad_s() const { return last_dgrad_s_; }
+
+  /// An element-wise step over `elements` 2-byte values: `fused_passes` bytes per element in
+  /// one kernel when fused, else `unfused_passes` over `unfused_kernels` kernels. Backward moves
+  /// twice the bytes in as many kernels.
+  void elementwise(const std::string& name, double elements, double fused_passes,
+                   double unfused_passes, int unfused_kernels, bool recompute = false) {
+    const int kernels = fused_ ? 1 : unfused_kernels;
+    const double bytes = elements * 2.0 * (fused_ ? fused_passes : unfused_passes);
+    for (int i = 0; i < kernels; ++i) {
+      const std::string label =
+          kernels == 1 ? name : fmt::format("{} ({}/{})", name, i + 1, kernels);
+      Kernel f = c_.memory(label, bytes / kernels);
+      if (recompute) block.recompute.push_back(f);
+      block.forward.push_back(std::move(f));
+      block.backward.push_back(c_.memory(label + " bwd", 2.0 * bytes / kernels));
+    }
+  }
+
+  /// Explicit forward and backward kernels over raw byte counts.
+  void memory(const std::string& name, double fwd_bytes, double bwd_bytes, int kernels,
+              bool recompute = false) {
+    for (int i = 0; i < kernels; ++i) {
+      const std::string label =
+          kernels == 1 ? name : fmt::format("{} ({}/{})", name, i + 1, kernels);
+      if (fwd_bytes > 0) {
+        Kernel f = c_.memory(label, fwd_bytes / kernels);
+        if (recompute) block.recompute.push_back(f);
+        block.forward.push_back(std::move(f));
+      }
+      if (bwd_bytes > 0) block.backward.push_back(c_.memory(label + " bwd", bwd_bytes / kernels));
+    }
+  }
+
+  const KernelCoster& c_;
+  bool fused_;
+
+ private:
+  double last_dgrad_s_ = 0;
 };
+
+double sum_time(const std::vector<Kernel>& ks, bool tensor_only = false) {
+  double s = 0;
+  for (const auto& k : ks)
+    if (!tensor_only || k.tensor_core) s += k.time_s;
+  return s;
+}
+
+double sum_flops(const std::vector<Kernel>& ks) {
+  double f = 0;
+  for (const auto& k : ks) f += k.flops;
+  return f;
+}
+
+struct Shape {
+  double T, Tsp, h, kv, f, fe, tp, s_local, s, head_dim, local_heads, b;
+  double up;  // MLP input matrices fused in fc1: 2 (SwiGLU gate + up) or 1 (GeLU)
+  bool rope, gelu;
+};
+
+Shape shape_of(const ModelSpec& m, const ParallelismSpec& p) {
+  Shape x{};
+  x.b = p.micro_batch;
+  x.s = m.seq_len;
+  x.s_local = static_cast<double>(m.seq_len) / p.cp;
+  x.T = x.b * x.s_local;
+  x.tp = p.tp;
+  x.Tsp = p.sequence_parallel ? x.T / x.tp : x.T;
+  x.h = m.hidden;
+  x.kv = m.kv_width();
+  x.f = m.ffn_hidden;
+  x.fe = m.expert_ffn_hidden;
+  x.head_dim = static_cast<double>(m.hidden) / m.heads;
+  x.local_heads = static_cast<double>(m.heads) / p.tp;
+  x.up = m.mlp_matrices() - 1;
+  x.gelu = m.mlp == "gelu";
+  x.rope = !x.gelu;  // the presets' convention: SwiGLU models use rotary embeddings
+  return x;
+}
+
+void attention_block(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p,
+                     const TrainingSpec& t, int cp) {
+  const bool selective = p.recompute == "selective";
+  bb.elementwise("input norm", x.Tsp * x.h, 2, 5, 3);
+  const double qkv = bb.gemm("qkv", x.T, (x.h + 2 * x.kv) / x.tp, x.h, 1, false, true);
+  const double qkv_bwd = bb.last_dgrad_s();
+  if (x.rope) bb.elementwise("rotary", x.T * (x.h + x.kv) / x.tp, 2, 6, 2);
+  const double bh = x.b * x.local_heads;
+  double attn_f = 0, attn_b = 0;
+  if (t.attention == "flash") {
+    // Ring attention computes this rank's s/cp queries against all s keys, load-balanced so the
+    // causal half is skipped evenly: 1/cp of the full causal work.
+    Kernel f = bb.c_.flash_attention("flash attention fwd", true, bh, x.s_local, x.s, x.head_dim,
+                                     true, x.s_local);
+    Kernel b = bb.c_.flash_attention("flash attention bwd", false, bh, x.s_local, x.s, x.head_dim,
+                                     true, x.s_local);
+    attn_f = f.time_s;
+    attn_b = b.time_s;
+    if (selective || p.recompute == "full") bb.block.recompute.push_back(f);
+    bb.block.forward.push_back(std::move(f));
+    bb.block.backward.push_back(
+        bb.c_.memory("flash attention bwd preprocess (dO.O)", 2.0 * x.T * x.h / x.tp * 2.0));
+    bb.block.backward.push_back(std::move(b));
+    attn_b += bb.block.backward[bb.block.backward.size() - 2].time_s;
+  } else {
+    const double scores = bh * x.s_local * x.s;  // elements of the s x s score tensor
+    const auto before_f = bb.block.forward.size(), before_b = bb.block.backward.size();
+    bb.gemm("attention QK^T", x.s_local, x.s, x.head_dim, bh, selective);
+    // Fused: scale-mask-softmax (4 B) + dropout (5 B); unfused: scale, mask, softmax (4 B each)
+    // and dropout (5 B). Backward 11 B fused, 19 B unfused.
+    if (bb.fused_) {
+      bb.memory("scale-mask-softmax", scores * 4, scores * 6, 1, selective);
+      bb.memory("attention dropout", scores * 5, scores * 5, 1, selective);
+    } else {
+      bb.memory("scale, mask, softmax", scores * 12, scores * 14, 3, selective);
+      bb.memory("attention dropout", scores * 5, scores * 5, 1, selective);
+    }
+    bb.gemm("attention AV", x.s_local, x.head_dim, x.s, bh, selective);
+    for (auto i = before_f; i < bb.block.forward.size(); ++i) attn_f += bb.block.forward[i].time_s;
+    for (auto i = before_b; i < bb.block.backward.size(); ++i)
+      attn_b += bb.block.backward[i].time_s;
+  }
+  (void)cp;
+  bb.block.attention_forward_s += attn_f;
+  bb.block.attention_backward_s += attn_b;
+  const double proj = bb.gemm("attention proj", x.T, x.h, x.h / x.tp);
+  bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
+  bb.block.tp_overlap_forward_s = {qkv, proj};
+  bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
+}
+
+void dense_mlp(BlockBuilder& bb, const Shape& x) {
+  bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3);
+  const double fc1 = bb.gemm("fc1", x.T, x.up * x.f / x.tp, x.h, 1, false, true);
+  const double fc1_bwd = bb.last_dgrad_s();
+  if (x.gelu)
+    bb.elementwise("bias-gelu", x.T * x.f / x.tp, 2, 4, 2);
+  else
+    bb.elementwise("swiglu", x.T * x.f / x.tp, 3, 5, 2);
+  const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, false, true);
+  bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
+  bb.block.tp_overlap_forward_s.insert(bb.block.tp_overlap_forward_s.end(), {fc1, fc2});
+  bb.block.tp_overlap_backward_s.insert(bb.block.tp_overlap_backward_s.end(),
+                                        {fc1_bwd, bb.last_dgrad_s()});
+}
+
+void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout& layout) {
+  bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3);
+  bb.gemm("router", x.T, m.experts, x.h);
+  bb.memory("router softmax + top-k", x.T * m.experts * 4.0 * 2, x.T * m.experts * 4.0 * 2, 1);
+  const double routed = x.T * m.top_k;
+  bb.memory("token permute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
+  const double local = static_cast<double>(m.experts) / layout.ep;
+  const double per_expert = routed * m.capacity_factor / local;
+  bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / x.tp, x.h, local);
+  if (x.gelu)
+    bb.elementwise("expert bias-gelu", routed * m.capacity_factor * x.fe / x.tp, 2, 4, 2);
+  else
+    bb.elementwise("expert swiglu", routed * m.capacity_factor * x.fe / x.tp, 3, 5, 2);
+  bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / x.tp, local);
+  bb.memory("token unpermute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
+  if (m.shared_experts > 0) {
+    bb.gemm("shared expert fc1", x.T, x.up * x.fe * m.shared_experts / x.tp, x.h);
+    bb.elementwise("shared expert activation", x.T * x.fe * m.shared_experts / x.tp, 3, 5, 2);
+    bb.gemm("shared expert fc2", x.T, x.h, x.fe * m.shared_experts / x.tp);
+  }
+  bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
+}
+
+void finish_block(BlockProgram& b, const ParallelismSpec& p) {
+  if (p.recompute == "full") b.recompute = b.forward;
+}
 
 }  // namespace
 
-ChunkCost chunk_cost(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
-                     const Layout& layout, const calibrate::Profile& profile, int stage,
-                     int chunk) {
-  const double T = static_cast<double>(p.micro_batch) * model.seq_len;
-  const double h = model.hidden, tp = p.tp, s = model.seq_len;
-  const double f = model.ffn_hidden, fe = model.expert_ffn_hidden;
-  const double up_matrices = model.mlp_matrices() - 1;  // gate + up (swiglu) or up (gelu)
-  Compute fwd{profile, profile.peak_flops(t.precision),
-              profile.hbm_GBps.value * 1e9 * profile.hbm_efficiency.value};
-  Compute scores{profile, fwd.peak, fwd.hbm};
-  ChunkCost c;
-  const int first_layer = (chunk * layout.pp + stage) * layout.layers_per_chunk;
-  for (int i = 0; i < layout.layers_per_chunk; ++i) {
-    const int layer = first_layer + i;
-    const bool moe = model.moe() && (layer + 1) % model.moe_layer_every == 0;
-    fwd.gemm(T, (h + 2.0 * model.kv_width()) / tp, h);  // QKV
-    fwd.gemm(T, h, h / tp);                             // attention output projection
-    // Flash attention: the causal mask skips half the score FLOPs; model FLOPs count them all.
-    const double head_dim = h / model.heads;
-    const double score_flops = 4.0 * T * s * h / tp;
-    const double score_time =
-        0.5 * score_flops / (fwd.peak * profile.gemm_efficiency(T, s, head_dim));
-    fwd.seconds += score_time;
-    fwd.flops += score_flops;
-    scores.seconds += score_time;
-    scores.flops += score_flops;
-    c.params += model.attention_params() / tp;
-    if (moe) {
-      const double local_experts = static_cast<double>(model.experts) / layout.ep;
-      // Every rank receives, on average, its tokens' top_k assignments (times the imbalance).
-      const double routed = T * model.top_k * model.capacity_factor;
-      const double per_expert = routed / local_experts;
-      fwd.gemm(T, model.experts, h);  // router
-      fwd.gemm(per_expert, up_matrices * fe / tp, h, local_experts);
-      fwd.gemm(per_expert, h, fe / tp, local_experts);
-      if (model.shared_experts > 0) {
-        fwd.gemm(T, up_matrices * fe * model.shared_experts / tp, h);
-        fwd.gemm(T, h, fe * model.shared_experts / tp);
-      }
-      fwd.memory(2.0 * T * (10 * h + 3 * fe * model.top_k / tp));
-      const double expert_params = local_experts * model.expert_params() / tp;
-      c.params += expert_params + model.shared_experts * model.expert_params() / tp +
-                  h * model.experts / tp;
-      c.expert_params += expert_params;
-      c.ep_alltoalls += 2;
-      c.ep_bytes = T / tp * model.top_k * model.capacity_factor * h * 2.0;
+ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
+                           const Layout& layout, const KernelCoster& coster, int stage, int chunk) {
+  const Shape x = shape_of(model, p);
+  ChunkProgram c;
+  c.stage = stage;
+  c.chunk = chunk;
+  c.first_layer = layout.first_layer(stage, chunk);
+  c.layers = layout.layers(stage, chunk);
+  const bool fused = t.fused_kernels;
+
+  if (stage == 0 && chunk == 0) {
+    BlockBuilder bb(coster, fused);
+    bb.block.label = "embedding";
+    bb.block.count = 1;
+    bb.memory("embedding lookup", 4.0 * x.T * x.h, 10.0 * x.T * x.h, 1);
+    c.blocks.push_back(std::move(bb.block));
+    c.params += static_cast<double>(model.vocab) * x.h / x.tp;
+  }
+  int dense = 0, moe = 0;
+  for (int l = c.first_layer; l < c.first_layer + c.layers; ++l)
+    (model.moe() && (l + 1) % model.moe_layer_every == 0 ? moe : dense) += 1;
+  for (int kind = 0; kind < 2; ++kind) {
+    const int count = kind == 0 ? dense : moe;
+    if (count == 0) continue;
+    BlockBuilder bb(coster, fused);
+    bb.block.label = kind == 0 ? "dense layer" : "MoE layer";
+    bb.block.count = count;
+    attention_block(bb, x, p, t, p.cp);
+    if (kind == 0) {
+      dense_mlp(bb, x);
+      c.params += count * (model.attention_params() + model.dense_mlp_params()) / x.tp;
     } else {
-      fwd.gemm(T, up_matrices * f / tp, h);
-      fwd.gemm(T, h, f / tp);
-      fwd.memory(2.0 * T * (10 * h + 3 * f / tp));
-      c.params += model.dense_mlp_params() / tp;
+      moe_mlp(bb, x, model, layout);
+      const double local = static_cast<double>(model.experts) / layout.ep;
+      const double expert = count * local * model.expert_params() / x.tp;
+      c.params += count *
+                      (model.attention_params() + model.shared_experts * model.expert_params() +
+                       x.h * model.experts) /
+                      x.tp +
+                  expert;
+      c.expert_params += expert;
+      bb.block.ep_alltoalls = layout.ep > 1 ? 2 : 0;
     }
-    c.tp_collectives += tp > 1 ? 2 : 0;
+    bb.block.tp_collectives = p.tp > 1 ? 2 : 0;
+    bb.block.cp_exchanges = p.cp > 1 ? p.cp - 1 : 0;
+    finish_block(bb.block, p);
+    c.blocks.push_back(std::move(bb.block));
   }
-  if (stage == 0 && chunk == 0) c.params += static_cast<double>(model.vocab) * h / tp;  // embedding
-  if (stage == layout.pp - 1 && chunk == p.virtual_stages - 1) {
-    fwd.gemm(T, model.vocab / tp, h);              // output layer
-    fwd.memory(2.0 * 3.0 * T * model.vocab / tp);  // softmax + cross-entropy
-    c.params += static_cast<double>(model.vocab) * h / tp;
+  if (stage == layout.pp - 1 && chunk == layout.v - 1) {
+    BlockBuilder bb(coster, fused);
+    bb.block.label = "output layer + loss";
+    bb.block.count = 1;
+    bb.elementwise("final norm", x.Tsp * x.h, 2, 5, 3);
+    bb.gemm("logits", x.T, model.vocab / x.tp, x.h);
+    const double logits = x.T * model.vocab / x.tp;
+    if (fused)
+      bb.memory("fused cross-entropy", logits * 6, logits * 4, 1);
+    else
+      bb.memory("cross-entropy (fp32)", logits * 38, logits * 26, 6);
+    c.blocks.push_back(std::move(bb.block));
+    c.params += static_cast<double>(model.vocab) * x.h / x.tp;
   }
-  c.forward_s = fwd.seconds;
-  c.forward_flops = fwd.flops;
-  c.backward_s = 2.0 * fwd.seconds;
-  if (p.recompute == "full") {
-    c.backward_s += fwd.seconds;
-    c.recompute_flops = fwd.flops;
-  } else if (p.recompute == "selective") {
-    c.backward_s += scores.seconds;
-    c.recompute_flops = scores.flops;
+
+  for (const auto& b : c.blocks) {
+    const double n = b.count;
+    c.forward_s += n * sum_time(b.forward);
+    c.backward_s += n * (sum_time(b.backward) + sum_time(b.recompute));
+    c.forward_tensor_s += n * sum_time(b.forward, true);
+    c.backward_tensor_s += n * (sum_time(b.backward, true) + sum_time(b.recompute, true));
+    c.attention_forward_s += n * b.attention_forward_s;
+    c.attention_backward_s += n * b.attention_backward_s;
+    c.forward_flops += n * sum_flops(b.forward);
+    c.recompute_flops += n * sum_flops(b.recompute);
+    c.tp_collectives += b.count * b.tp_collectives;
+    c.ep_alltoalls += b.count * b.ep_alltoalls;
+    c.cp_exchanges += b.count * b.cp_exchanges;
+    c.kernels_per_microbatch +=
+        b.count * static_cast<int>(b.forward.size() + b.backward.size() + b.recompute.size());
   }
-  c.tp_bytes = T * h * 2.0;
-  c.p2p_bytes = T * h * 2.0 / (p.sequence_parallel ? tp : 1.0);
+  c.tp_bytes = x.T * x.h * 2.0;
+  c.ep_bytes = model.moe() ? x.T / x.tp * model.top_k * model.capacity_factor * x.h * 2.0 : 0.0;
+  c.cp_bytes = 2.0 * x.T * x.kv / x.tp * 2.0;
+  c.p2p_bytes = x.T * x.h * 2.0 / (p.sequence_parallel ? x.tp : 1.0);
+  if (c.tp_collectives > 0) {
+    if (p.sequence_parallel) {
+      c.collectives.push_back({"tp", "all_gather", c.tp_bytes, c.tp_collectives});
+      c.collectives.push_back({"tp", "reduce_scatter", c.tp_bytes, c.tp_collectives});
+    } else {
+      c.collectives.push_back({"tp", "all_reduce", c.tp_bytes, c.tp_collectives});
+    }
+  }
+  if (c.ep_alltoalls > 0) c.collectives.push_back({"ep", "alltoall", c.ep_bytes, c.ep_alltoalls});
+  if (c.cp_exchanges > 0) c.collectives.push_back({"cp", "sendrecv", c.cp_bytes, c.cp_exchanges});
+  if (layout.pp > 1) c.collectives.push_back({"pp", "sendrecv", c.p2p_bytes, 1});
   return c;
 }
 
-double optimizer_seconds(double local_params, const calibrate::Profile& profile) {
-  return 36.0 * local_params / (profile.hbm_GBps.value * 1e9 * profile.hbm_efficiency.value);
+OptimizerProgram optimizer_program(double local_params, double grad_params,
+                                   const KernelCoster& coster) {
+  OptimizerProgram o;
+  o.local_params = local_params;
+  o.kernels.push_back(coster.memory("grad norm (clipping)", 4.0 * grad_params));
+  o.kernels.push_back(coster.memory("grad scale (clipping)", 8.0 * grad_params));
+  o.kernels.push_back(coster.memory("adam (fp32 master, m, v)", 30.0 * local_params));
+  o.seconds = sum_time(o.kernels);
+  return o;
+}
+
+TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s) {
+  TpOverlap o;
+  for (const auto& b : chunk.blocks) {
+    if (b.tp_collectives == 0) continue;
+    const auto& gemms = forward ? b.tp_overlap_forward_s : b.tp_overlap_backward_s;
+    for (double g : gemms) {
+      o.exposed_s += b.count * std::max(0.0, collective_s - g);
+      o.overlapped_s += b.count * std::min(collective_s, g);
+    }
+    // Collectives with no GEMM beside them (an MoE layer's MLP pair: its expert GEMMs sit
+    // between all-to-alls) stay exposed. A slot is an all-gather + reduce-scatter pair.
+    const double unpaired = 2.0 * b.tp_collectives - static_cast<double>(gemms.size());
+    o.exposed_s += b.count * std::max(0.0, unpaired) * collective_s;
+  }
+  return o;
+}
+
+StepProgram step_program(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
+                         const Layout& layout, const KernelCoster& coster) {
+  StepProgram prog;
+  prog.chunks.resize(static_cast<std::size_t>(layout.pp));
+  for (int s = 0; s < layout.pp; ++s) {
+    double params = 0;
+    for (int c = 0; c < layout.v; ++c) {
+      prog.chunks[static_cast<std::size_t>(s)].push_back(
+          chunk_program(model, p, t, layout, coster, s, c));
+      params += prog.chunks[static_cast<std::size_t>(s)].back().params;
+    }
+    const double sharded = params / (p.zero >= 1 ? layout.shard_group : 1);
+    // Megatron's distributed optimizer clips the gradient shard it owns.
+    const double grads = params / (p.zero >= 1 ? layout.shard_group : 1);
+    prog.optimizer.push_back(optimizer_program(sharded, grads, coster));
+  }
+  return prog;
+}
+
+StageWeights stage_weights(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
+                           const Layout& layout, const KernelCoster& coster) {
+  // A one-stage, one-chunk program of the whole model gives every block's time.
+  Layout one = layout;
+  one.pp = 1;
+  one.v = 1;
+  one.chunk_layers = {model.layers};
+  const ChunkProgram c = chunk_program(model, p, t, one, coster, 0, 0);
+  StageWeights w;
+  double layer_total = 0;
+  for (const auto& b : c.blocks) {
+    const double per = sum_time(b.forward) + sum_time(b.backward) + sum_time(b.recompute);
+    if (b.label == "embedding")
+      w.embedding_s = per;
+    else if (b.label == "output layer + loss")
+      w.output_s = per;
+    else
+      layer_total += b.count * per;
+  }
+  w.layer_s = layer_total / model.layers;
+  return w;
+}
+
+std::string kernel_table(const StepProgram& program) {
+  std::string out = fmt::format("{:<10}{:<40}{:<30}{:>10}{:>10}{:>11}  {}\n", "phase", "kernel",
+                                "shape", "GFLOP", "MB", "time us", "limit");
+  auto rows = [&](const char* phase, const std::vector<Kernel>& ks) {
+    for (const auto& k : ks)
+      out +=
+          fmt::format("{:<10}{:<40}{:<30}{:>10.2f}{:>10.2f}{:>11.1f}  {}\n", phase, k.name, k.shape,
+                      k.flops / 1e9, k.bytes / 1e6, k.time_s * 1e6, to_string(k.limiter));
+  };
+  std::vector<const BlockProgram*> seen;
+  auto show = [&](const ChunkProgram& c) {
+    for (const auto& b : c.blocks) {
+      if (std::any_of(seen.begin(), seen.end(),
+                      [&](const BlockProgram* s) { return s->label == b.label; }))
+        continue;
+      seen.push_back(&b);
+      out += fmt::format("-- {} (x{} in stage {} chunk {}; per micro-batch) --\n", b.label, b.count,
+                         c.stage, c.chunk);
+      rows("forward", b.forward);
+      rows("backward", b.backward);
+      rows("recompute", b.recompute);
+      out +=
+          fmt::format("{:<80}{:>21.1f}\n", "   block total (forward + backward + recompute)",
+                      (sum_time(b.forward) + sum_time(b.backward) + sum_time(b.recompute)) * 1e6);
+    }
+  };
+  for (const auto& stage : program.chunks)
+    for (const auto& c : stage) show(c);
+  if (!program.optimizer.empty()) {
+    out += "-- optimizer (stage 0) --\n";
+    rows("step", program.optimizer.front().kernels);
+  }
+  return out;
 }
 
 }  // namespace twin::workload

@@ -1,53 +1,140 @@
 #pragma once
-/// What one pipeline chunk (layers_per_chunk layers on one stage) does for one micro-batch: its
-/// compute time from the hardware profile, and the communication it issues (sizes per rank).
+/// The training step as data: for every pipeline chunk (a stage's virtual stage) the ordered
+/// kernels of one micro-batch's forward, backward and recompute, and the collectives it issues.
+/// The twin's executor runs it; nothing here needs a network.
 ///
-/// Compute (per GPU, T = micro_batch x seq_len tokens, TP degree t):
-///   each GEMM: time = FLOPs / (peak(dtype) x gemm_efficiency(M, N, K)) with M = T,
-///     N and K the weight's sharded dimensions (QKV: (h + 2 h_kv)/t x h, projection h x h/t,
-///     MLP up/gate f/t x h, down h x f/t; MoE experts: M = tokens routed to each local expert);
-///   attention scores (flash attention, causal): 4 T s h / t FLOPs with half skipped by the
-///     causal mask, at the efficiency of a (T, s, h/heads) GEMM;
-///   memory-bound work (norms, residuals, activation, rotary, dropout-free): about
-///     2 bytes x T x (10 h + 3 f) per layer read and written, at HBM bandwidth x efficiency;
-///   backward = 2 x forward GEMM FLOPs; recompute adds the forward (full) or the attention
-///     scores (selective) to the backward.
-/// Communication per layer per micro-batch (forward; backward repeats it):
-///   TP: 2 all-reduces of T h 2 bytes (sequence parallel: 2 all-gathers + 2 reduce-scatters of
-///     the same total), inside the TP group.
-///   EP (MoE layers): dispatch and combine all-to-alls of (T/t) top_k cf h 2 bytes per rank.
-///   PP: the chunk's output activation T h 2 bytes (/t with sequence parallelism) to the next
-///   stage.
+/// Per transformer layer, T = micro_batch x seq_len / cp tokens on this GPU, t = TP degree,
+/// T_sp = T / t with sequence parallelism (the norm and residual regions), else T:
+///   forward   norm | QKV GEMM (T, (h + 2 h_kv)/t, h) | rotary | attention | proj GEMM (T, h, h/t)
+///             | residual | norm | fc1 GEMM (T, m_up f/t, h) | activation | fc2 GEMM (T, h, f/t)
+///             | residual
+///   backward  per GEMM a data-gradient GEMM (T, K, N) and a weight-gradient GEMM (N, K, T) of
+///             the forward (T, N, K); element-wise kernels move twice their forward bytes;
+///             attention backward (flash: one kernel + the dO.O preprocessing pass)
+///   recompute selective: the attention core again; full: the whole layer forward again
+/// Element-wise bytes (2-byte activations, per element of the tensor): fused kernels (Apex/TE
+/// norms, bias-add fusions, fused SwiGLU, fused rotary) read and write once; unfused PyTorch ops
+/// take several passes: norm 5 (stats, normalize, affine), rotary 3 per tensor, SwiGLU 5 (SiLU,
+/// multiply), GeLU with bias 4, residual with bias 5 (fused 3).
+/// Unfused attention: QK^T and AV as batched GEMMs over the full s x s square, and on the
+/// scores (2 bytes each; Korthikanti et al.'s 5 a s^2 b activation terms): fused scale-mask-
+/// softmax 4 B + dropout 5 B (mask 1 B) forward, 11 B backward; unfused scale, mask, softmax,
+/// dropout 17 B forward, 19 B backward.
+/// Output layer: final norm, logits GEMM (T, V/t, h), cross-entropy on T V / t logits: unfused in
+/// fp32 (cast, max, subtract, exp, sum, divide: 38 B per logit forward, 26 B backward), fused
+/// 6 B forward, 4 B backward. Embedding: lookup 4 T h bytes, gradient scatter 10 T h bytes.
+/// MoE layer: router GEMM (T, E, h), permute and unpermute (2 T k h 2 bytes each), grouped
+/// expert GEMMs over E_local experts of T k cf / E_local tokens each (cf: the busiest expert's
+/// load over the mean, the load imbalance), shared experts as dense GEMMs.
+/// Collectives per layer and micro-batch, each direction: TP 2 all-reduces of T h 2 bytes (with
+/// sequence parallelism 2 all-gathers + 2 reduce-scatters), EP dispatch + combine all-to-alls of
+/// (T / t) k cf h 2 bytes, CP (ring attention) cp - 1 exchanges of K and V, 2 (T h_kv / t) 2
+/// bytes (backward also dK, dV: twice that); PP the chunk's output T h 2 (/ t with SP) bytes.
+/// Optimizer (per local parameter): Adam with fp32 master weights and moments reads param, grad,
+/// m, v (16 B) and writes param, m, v and the bf16 copy (14 B); gradient clipping reads the fp32
+/// gradients again (4 B); parameters are sharded over the DP group for zero >= 1.
 
 #include <string>
+#include <vector>
 
 #include "calibrate/profile.hpp"
+#include "workload/kernel_cost.hpp"
 #include "workload/model.hpp"
 #include "workload/parallelism.hpp"
 
 namespace twin::workload {
 
-struct ChunkCost {
-  double forward_s = 0;      ///< compute, one micro-batch
-  double backward_s = 0;     ///< compute incl. recompute
-  double forward_flops = 0;  ///< model FLOPs (per GPU)
-  double recompute_flops = 0;
-  int tp_collectives = 0;    ///< per direction (forward or backward)
-  double tp_bytes = 0;       ///< per collective, per rank (the full tensor)
-  int ep_alltoalls = 0;      ///< per direction
-  double ep_bytes = 0;       ///< per all-to-all, per rank
-  double p2p_bytes = 0;      ///< activation to the next stage
-  double params = 0;         ///< parameters of this chunk per GPU (dense + local experts)
-  double expert_params = 0;  ///< of which expert parameters
+/// Kernels of one kind of block (a dense layer, an MoE layer, the embedding, the output layer),
+/// repeated `count` times in a chunk.
+struct BlockProgram {
+  std::string label;  ///< "dense layer", "MoE layer", "embedding", "output layer + loss"
+  int count = 0;
+  std::vector<Kernel> forward, backward, recompute;
+  /// The GEMM each TP collective of a layer can hide behind with TP overlap, in order: forward
+  /// all-gather -> QKV, proj -> reduce-scatter, all-gather -> fc1, fc2 -> reduce-scatter;
+  /// backward the data-gradient GEMMs of the same four.
+  std::vector<double> tp_overlap_forward_s, tp_overlap_backward_s;
+  double attention_forward_s = 0, attention_backward_s = 0;  ///< CP exchange hides behind these
+  int tp_collectives = 0;  ///< per direction: slots of all-reduce (or all-gather + reduce-scatter)
+  int ep_alltoalls = 0;    ///< per direction
+  int cp_exchanges = 0;    ///< ring-attention K/V exchanges per direction (forward)
 };
 
-/// Cost of chunk `chunk` of stage `stage` (the first chunk of stage 0 holds the embedding, the
-/// last chunk of the last stage the output layer).
-ChunkCost chunk_cost(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
-                     const Layout& layout, const calibrate::Profile& profile, int stage, int chunk);
+/// One collective the program asks for (sizes per rank, counts per micro-batch per direction).
+struct CollectiveRequest {
+  std::string group;  ///< tp, cp, ep, pp
+  std::string op;     ///< all_reduce, all_gather, reduce_scatter, alltoall, sendrecv
+  double bytes = 0;
+  int count = 0;
+};
 
-/// Optimizer step time per GPU: Adam reads and writes ~36 bytes per local parameter (fp32
-/// master, m, v, bf16 weight and gradient) at HBM bandwidth x efficiency.
-double optimizer_seconds(double local_params, const calibrate::Profile& profile);
+/// What one pipeline chunk (its layers on one stage) does per micro-batch.
+struct ChunkProgram {
+  int stage = 0, chunk = 0, first_layer = 0, layers = 0;
+  std::vector<BlockProgram> blocks;
+  std::vector<CollectiveRequest> collectives;
+  double params = 0;         ///< parameters per GPU (dense + local experts)
+  double expert_params = 0;  ///< of which expert parameters
+  double tp_bytes = 0;       ///< one TP collective, the full tensor T h 2
+  double ep_bytes = 0;       ///< one all-to-all per rank
+  double cp_bytes = 0;       ///< one ring-attention step (K and V) per rank, forward
+  double p2p_bytes = 0;      ///< activation to the next stage
+
+  // Totals per micro-batch (seconds), from the kernels.
+  double forward_s = 0, backward_s = 0;                ///< backward includes recompute
+  double forward_tensor_s = 0, backward_tensor_s = 0;  ///< of which GEMM + attention kernels
+  double attention_forward_s = 0, attention_backward_s = 0;
+  double forward_flops = 0, recompute_flops = 0;
+  int tp_collectives = 0, ep_alltoalls = 0, cp_exchanges = 0;
+  int kernels_per_microbatch = 0;
+};
+
+/// The optimizer of one stage.
+struct OptimizerProgram {
+  std::vector<Kernel> kernels;
+  double seconds = 0;
+  double local_params = 0;  ///< parameters this GPU updates (sharded)
+};
+
+struct StepProgram {
+  std::vector<std::vector<ChunkProgram>> chunks;  ///< [stage][chunk]
+  std::vector<OptimizerProgram> optimizer;        ///< [stage]
+};
+
+/// The program of chunk `chunk` of stage `stage` (the first chunk of stage 0 holds the embedding,
+/// the last chunk of the last stage the output layer and loss). Throws core::Error when the
+/// attention kind has no data in the profile.
+ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
+                           const Layout& layout, const KernelCoster& coster, int stage, int chunk);
+
+/// Adam over `local_params`, gradient clipping over `grad_params` (the fp32 gradients this GPU
+/// clips: its shard with a distributed optimizer).
+OptimizerProgram optimizer_program(double local_params, double grad_params,
+                                   const KernelCoster& coster);
+
+/// TP communication left exposed per micro-batch when each TP collective of sequence
+/// parallelism (an all-gather or reduce-scatter, `collective_s` each) runs beside the GEMM it
+/// overlaps with, and the GEMM time it overlapped (which runs slower by
+/// the SMs the communication takes).
+struct TpOverlap {
+  double exposed_s = 0, overlapped_s = 0;
+};
+TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s);
+
+/// The whole step's program for a layout (its chunk_layers already set).
+StepProgram step_program(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
+                         const Layout& layout, const KernelCoster& coster);
+
+/// Time of one layer (forward + backward), of the embedding and of the output layer + loss: what
+/// `parallelism.stage_layers: auto` balances.
+struct StageWeights {
+  double layer_s = 0, embedding_s = 0, output_s = 0;
+};
+StageWeights stage_weights(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
+                           const Layout& layout, const KernelCoster& coster);
+
+/// Nsight-like table of one stage-0 chunk's and the output layer's kernels per block: phase,
+/// kernel, shape, GFLOP, MB, time, limiter.
+std::string kernel_table(const StepProgram& program);
 
 }  // namespace twin::workload

@@ -36,7 +36,8 @@ class ScenarioError(ValueError):
 # The compiled half raises ScenarioError (defined above) by name, so import it after.
 from . import _clustertwin as _core  # noqa: E402
 
-__all__ = ["Scenario", "ScenarioError", "run", "campaign", "bom", "collective", "sweep"]
+__all__ = ["Scenario", "ScenarioError", "run", "campaign", "bom", "collective", "sweep",
+           "validate"]
 
 
 def _yaml_value(value: Any) -> str:
@@ -204,3 +205,9 @@ def sweep(scenario: Scenario, vary: Mapping[str, Union[str, Iterable[Any]]],
             raise
         return rows
     return pandas.DataFrame(rows)
+
+
+def validate(directory: Union[str, os.PathLike] = "scenarios/validation", threads: int = 0) -> dict:
+    """Published runs against the simulation (``clustertwin validate --json``): every scenario
+    with a ``validation:`` section under ``directory``, with the error per run and per family."""
+    return json.loads(_core._validate(os.fspath(directory), threads))

@@ -144,6 +144,22 @@ def test_results_h5_opens_with_h5py(tmp_path, scenarios):
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
 
 
+def test_validate_equals_cli_json(cli, scenarios, tmp_path):
+    # Two published runs are enough to compare the module with the CLI (the whole set is the
+    # CLI's own test); copy them so the directory holds just these.
+    files = sorted((scenarios / "validation").rglob("*.yaml"))[:2]
+    for f in files:
+        (tmp_path / f.name).write_text(f.read_text())
+    py = ct.validate(tmp_path, threads=1)
+    assert py == cli_json(cli, "validate", str(tmp_path), "--threads", "1")
+    assert len(py["runs"]) == 2
+
+
+def test_validate_of_a_missing_directory_raises(tmp_path):
+    with pytest.raises(ct.ScenarioError):
+        ct.validate(tmp_path / "nope")
+
+
 def test_ctrl_c_interrupts_a_long_campaign():
     s = ct.Scenario.default()
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))

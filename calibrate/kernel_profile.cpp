@@ -1,0 +1,187 @@
+#include "calibrate/kernel_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/text.hpp"
+
+namespace twin::calibrate {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// Strict reader of the kernels object: every key known, every figure with its source.
+class Reader {
+ public:
+  Reader(const json& j, std::string path, const std::string& source)
+      : j_(j), path_(std::move(path)), source_(source) {
+    if (!j_.is_object()) throw error("", "expected an object");
+  }
+  [[nodiscard]] core::Error error(const std::string& key, const std::string& reason) const {
+    return core::Error(key.empty() ? path_ : path_ + "." + key, "", reason, source_);
+  }
+  const json& require(const std::string& key) {
+    known_.push_back(key);
+    auto it = j_.find(key);
+    if (it == j_.end()) throw error(key, "required");
+    return *it;
+  }
+  const json* find(const std::string& key) {
+    known_.push_back(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  Figure figure(const std::string& key, bool positive = true) {
+    Reader r(require(key), path_ + "." + key, source_);
+    Figure f;
+    const json& v = r.require("value");
+    if (!v.is_number()) throw r.error("value", "expected a number");
+    f.value = v.get<double>();
+    const json& s = r.require("source");
+    if (!s.is_string() || s.get<std::string>().empty())
+      throw r.error("source", "every figure needs its provenance");
+    f.source = s.get<std::string>();
+    r.finish();
+    if (!std::isfinite(f.value) || (positive && !(f.value > 0)))
+      throw core::Error(path_ + "." + key, fmt::format("{}", f.value), "must be positive", source_);
+    return f;
+  }
+  std::vector<double> numbers(const json& j, const std::string& key) const {
+    if (!j.is_array() || j.empty()) throw error(key, "expected a non-empty list of numbers");
+    std::vector<double> out;
+    for (const auto& v : j) {
+      if (!v.is_number() || !(v.get<double>() > 0))
+        throw error(key, "expected a list of positive numbers");
+      out.push_back(v.get<double>());
+    }
+    return out;
+  }
+  void finish() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (std::find(known_.begin(), known_.end(), it.key()) == known_.end())
+        throw error(it.key(), "unknown key" + core::did_you_mean(it.key(), known_));
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  const json& j_;
+  std::string path_;
+  const std::string& source_;
+  std::vector<std::string> known_;
+};
+
+json figure_json(const Figure& f) {
+  return json{{"value", f.value}, {"source", f.source}};
+}
+
+AttentionTable read_attention(Reader r) {
+  AttentionTable t;
+  const json& impl = r.require("implementation");
+  const json& src = r.require("source");
+  if (!impl.is_string() || !src.is_string() || src.get<std::string>().empty())
+    throw r.error("source", "implementation and source are required text");
+  t.implementation = impl.get<std::string>();
+  t.source = src.get<std::string>();
+  t.head_dims = r.numbers(r.require("head_dims"), "head_dims");
+  t.seq_lens = r.numbers(r.require("seq_lens"), "seq_lens");
+  for (const char* key : {"fwd_tflops", "bwd_tflops"}) {
+    const json& rows = r.require(key);
+    if (!rows.is_array() || rows.size() != t.head_dims.size())
+      throw r.error(key, fmt::format("expected {} rows (one per head dim)", t.head_dims.size()));
+    auto& table = std::string(key) == "fwd_tflops" ? t.fwd_tflops : t.bwd_tflops;
+    for (const auto& row : rows) {
+      table.push_back(r.numbers(row, key));
+      if (table.back().size() != t.seq_lens.size())
+        throw r.error(key, fmt::format("each row needs {} values (one per sequence length)",
+                                       t.seq_lens.size()));
+    }
+  }
+  r.finish();
+  if (!std::is_sorted(t.head_dims.begin(), t.head_dims.end()) ||
+      !std::is_sorted(t.seq_lens.begin(), t.seq_lens.end()))
+    throw r.error("head_dims", "head_dims and seq_lens must be ascending");
+  return t;
+}
+
+/// Index i and weight w with x between grid[i] and grid[i + 1] (w of grid[i + 1]), clamped.
+std::pair<std::size_t, double> bracket(const std::vector<double>& grid, double x, bool log) {
+  if (grid.size() == 1 || x <= grid.front()) return {0, 0.0};
+  if (x >= grid.back()) return {grid.size() - 2, 1.0};
+  std::size_t i = 0;
+  while (grid[i + 1] < x) ++i;
+  const double a = log ? std::log(grid[i]) : grid[i], b = log ? std::log(grid[i + 1]) : grid[i + 1];
+  return {i, ((log ? std::log(x) : x) - a) / (b - a)};
+}
+
+}  // namespace
+
+double AttentionTable::tflops(bool forward, double head_dim, double seq_len) const {
+  const auto& table = forward ? fwd_tflops : bwd_tflops;
+  const auto [i, wi] = bracket(head_dims, head_dim, false);
+  const auto [j, wj] = bracket(seq_lens, seq_len, true);
+  auto at = [&](std::size_t a, std::size_t b) {
+    return table[std::min(a, table.size() - 1)][std::min(b, table[0].size() - 1)];
+  };
+  const double lo = (1 - wj) * at(i, j) + wj * at(i, j + 1);
+  const double hi = (1 - wj) * at(i + 1, j) + wj * at(i + 1, j + 1);
+  return (1 - wi) * lo + wi * hi;
+}
+
+namespace detail {
+
+KernelProfile parse_kernel_profile(const std::string& json_text, const std::string& source) {
+  const json j = json::parse(json_text);
+  Reader r(j, "kernels", source);
+  KernelProfile k;
+  k.present = true;
+  k.sm_count = r.figure("sm_count");
+  k.gemm_tile_m = r.figure("gemm_tile_m");
+  k.gemm_tile_n = r.figure("gemm_tile_n");
+  k.gemm_k_half = r.figure("gemm_k_half", false);
+  Reader eff(r.require("gemm_efficiency"), "kernels.gemm_efficiency", source);
+  for (auto it = j["gemm_efficiency"].begin(); it != j["gemm_efficiency"].end(); ++it) {
+    k.gemm_efficiency[it.key()] = eff.figure(it.key());
+    if (k.gemm_efficiency[it.key()].value > 1)
+      throw eff.error(it.key(), "an efficiency is within (0, 1]");
+  }
+  eff.finish();
+  k.hbm_achievable_GBps = r.figure("hbm_achievable_GBps");
+  k.launch_overhead_us = r.figure("launch_overhead_us", false);
+  k.nccl_channels = r.figure("nccl_channels");
+  k.nccl_hbm_bytes_per_byte = r.figure("nccl_hbm_bytes_per_byte");
+  if (const json* fa = r.find("flash_attention"))
+    k.flash_attention = read_attention(Reader(*fa, "kernels.flash_attention", source));
+  r.finish();
+  if (k.nccl_channels.value >= k.sm_count.value)
+    throw r.error("nccl_channels", "must be fewer than kernels.sm_count");
+  return k;
+}
+
+std::string kernel_profile_json(const KernelProfile& k) {
+  json j;
+  j["sm_count"] = figure_json(k.sm_count);
+  j["gemm_tile_m"] = figure_json(k.gemm_tile_m);
+  j["gemm_tile_n"] = figure_json(k.gemm_tile_n);
+  j["gemm_k_half"] = figure_json(k.gemm_k_half);
+  json eff = json::object();
+  for (const auto& [dtype, f] : k.gemm_efficiency) eff[dtype] = figure_json(f);
+  j["gemm_efficiency"] = eff;
+  j["hbm_achievable_GBps"] = figure_json(k.hbm_achievable_GBps);
+  j["launch_overhead_us"] = figure_json(k.launch_overhead_us);
+  j["nccl_channels"] = figure_json(k.nccl_channels);
+  j["nccl_hbm_bytes_per_byte"] = figure_json(k.nccl_hbm_bytes_per_byte);
+  if (k.flash_attention) {
+    const auto& t = *k.flash_attention;
+    j["flash_attention"] = {{"implementation", t.implementation}, {"source", t.source},
+                            {"head_dims", t.head_dims},           {"seq_lens", t.seq_lens},
+                            {"fwd_tflops", t.fwd_tflops},         {"bwd_tflops", t.bwd_tflops}};
+  }
+  return j.dump();
+}
+
+}  // namespace detail
+}  // namespace twin::calibrate

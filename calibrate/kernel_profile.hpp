@@ -1,0 +1,60 @@
+#pragma once
+/// The `kernels` section of a hardware profile: the figures the kernel cost models
+/// (workload/kernel_cost.hpp) use, each with its provenance.
+///
+///   sm_count              streaming multiprocessors (108 on A100, 132 on H100 SXM): the width
+///                         of a GEMM wave and the denominator of the SMs NCCL takes
+///   gemm_tile_m, _n       the CTA tile of a large cuBLAS GEMM; the models also try the
+///                         transposed tile and a square min x min tile, as cuBLAS's heuristics do
+///   gemm_k_half           the K at which the K loop reaches half its asymptotic rate
+///   gemm_efficiency       per dtype: the fraction of peak one SM sustains on a whole tile,
+///                         derived from a measured large GEMM by dividing out the model's own
+///                         tile, wave and K factors at the measured shape
+///   hbm_achievable_GBps   STREAM-style bandwidth of element-wise kernels
+///   launch_overhead_us    per-kernel start-up cost of back-to-back kernels in one stream
+///   nccl_channels         SMs one running NCCL collective occupies (one CTA per channel)
+///   nccl_hbm_bytes_per_byte  HBM bytes a collective moves per byte it sends (reads the source,
+///                         reads/writes the reduction or receive buffer)
+///   flash_attention       causal attention forward and backward TFLOP/s by head dimension and
+///                         sequence length (FLOPs counted as the kernels' authors count them:
+///                         forward 4 s^2 d per head and sequence, halved by the causal mask;
+///                         backward 2.5 x forward)
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibrate/figure.hpp"
+
+namespace twin::calibrate {
+
+/// Measured attention kernel throughput on a (head dim x sequence length) grid.
+struct AttentionTable {
+  std::string implementation;  ///< e.g. "FlashAttention-2"
+  std::string source;
+  std::vector<double> head_dims;                            ///< ascending
+  std::vector<double> seq_lens;                             ///< ascending
+  std::vector<std::vector<double>> fwd_tflops, bwd_tflops;  ///< [head_dim][seq_len]
+
+  /// Throughput at (head_dim, seq_len): linear in head dim and in log(seq len) between grid
+  /// points, clamped at the edges of the grid.
+  [[nodiscard]] double tflops(bool forward, double head_dim, double seq_len) const;
+};
+
+struct KernelProfile {
+  bool present = false;  ///< false: the profile has no kernels section
+  Figure sm_count, gemm_tile_m, gemm_tile_n, gemm_k_half;
+  std::map<std::string, Figure> gemm_efficiency;  ///< by dtype
+  Figure hbm_achievable_GBps, launch_overhead_us, nccl_channels, nccl_hbm_bytes_per_byte;
+  std::optional<AttentionTable> flash_attention;
+};
+
+namespace detail {
+/// Parses the `kernels` object (`json_text` is its JSON); throws core::Error naming
+/// kernels.<field> and `source`.
+KernelProfile parse_kernel_profile(const std::string& json_text, const std::string& source);
+std::string kernel_profile_json(const KernelProfile& k);
+}  // namespace detail
+
+}  // namespace twin::calibrate

@@ -1,0 +1,250 @@
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/error.hpp"
+#include "test_helpers.hpp"
+#include "twin/scenario.hpp"
+#include "twin/step_sim.hpp"
+#include "twin/validation.hpp"
+
+namespace twin::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using test::error_of;
+
+// A GPT-style dense model (GELU MLP of 4h, MHA) on one 8-GPU node: small enough to simulate in
+// milliseconds, and its model FLOPs have Narayanan et al.'s closed form.
+std::string tiny_run(const std::string& name, const std::string& family, const std::string& metric,
+                     double published) {
+  return "schema_version: 1\n"
+         "name: " +
+         name +
+         "\n"
+         "cluster: {nodes: 1, gpus_per_node: 8, gpu: h100-sxm, nics_per_node: 8}\n"
+         "fabric: {tiers: 2, switch_radix: 8}\n"
+         "model: {name: gpt-tiny, layers: 4, hidden: 1024, heads: 8, kv_heads: 8, ffn_hidden: "
+         "4096, vocab: 32768, seq_len: 2048, mlp: gelu}\n"
+         "parallelism: {tp: 1, pp: 1, dp: 8, zero: 1, micro_batch: 1}\n"
+         "training: {global_batch: 16, tokens: 1.0e9, precision: bf16}\n"
+         "validation:\n"
+         "  family: " +
+         family +
+         "\n"
+         "  metric: " +
+         metric +
+         "\n"
+         "  published: " +
+         fmt::format("{:.17g}", published) +
+         "\n"
+         "  source: \"test fixture\"\n";
+}
+
+/// A fresh directory under the build's temporary space, removed at the end of the test.
+class ValidationDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           fmt::format("clustertwin-validation-{}",
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& relative, const std::string& text) {
+    fs::create_directories((dir_ / relative).parent_path());
+    std::ofstream(dir_ / relative) << text;
+  }
+  fs::path dir_;
+};
+
+const ValidationRun& run_named(const ValidationReport& r, const std::string& name) {
+  for (const auto& run : r.runs)
+    if (run.name == name) return run;
+  ADD_FAILURE() << "no run " << name;
+  return r.runs.front();
+}
+
+TEST(ValidationSpec, ParsesAndRejectsBadSections) {
+  const Scenario s = parse_scenario(tiny_run("a", "fsdp", "step_time_s", 1.5), "a.yaml");
+  ASSERT_TRUE(s.has_validation);
+  EXPECT_EQ(s.validation.family, "fsdp");
+  EXPECT_EQ(s.validation.metric, "step_time_s");
+  EXPECT_DOUBLE_EQ(s.validation.published, 1.5);
+  EXPECT_EQ(s.validation.source, "test fixture");
+  EXPECT_FALSE(load_scenario("").has_validation);
+
+  const auto family =
+      error_of([] { parse_scenario(tiny_run("a", "megatorn", "mfu", 0.4), "a.yaml"); });
+  EXPECT_EQ(family.field(), "validation.family");
+  EXPECT_EQ(family.file(), "a.yaml");
+  EXPECT_NE(family.reason().find("did you mean 'megatron'"), std::string::npos) << family.what();
+  const auto metric =
+      error_of([] { parse_scenario(tiny_run("a", "fsdp", "tflops", 100), "a.yaml"); });
+  EXPECT_EQ(metric.field(), "validation.metric");
+  EXPECT_EQ(error_of([] { parse_scenario(tiny_run("a", "fsdp", "mfu", -1), "a.yaml"); }).field(),
+            "validation.published");
+  const auto unknown = error_of(
+      [] { parse_scenario(tiny_run("a", "fsdp", "mfu", 0.4) + "  publisehd: 3\n", "a.yaml"); });
+  EXPECT_EQ(unknown.field(), "validation.publisehd");
+  const auto no_source = error_of([] {
+    parse_scenario("schema_version: 1\nvalidation: {family: fsdp, metric: mfu, published: 0.4}\n",
+                   "a.yaml");
+  });
+  EXPECT_EQ(no_source.field(), "validation.source");
+}
+
+// Expectation: each metric is the step report's figure, and the model-FLOP metric is Narayanan et
+// al.'s 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) per step for this GPT-style model.
+TEST(Validation, MetricsAreTheStepFiguresAndTheFlopsClosedForm) {
+  const Scenario s = parse_scenario(tiny_run("a", "fsdp", "step_time_s", 1.0), "a.yaml");
+  const StepReport r = simulate_step(s);
+  const double B = 16, seq = 2048, l = 4, h = 1024, V = 32768;
+  const double flops = 72.0 * B * seq * l * h * h * (1 + seq / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(metric_value("tflops_per_gpu", s, r) * r.step_time_s * 8 * 1e12, flops, 1e-9 * flops);
+  EXPECT_NEAR(metric_value("tokens_per_s_per_gpu", s, r) * r.step_time_s * 8, B * seq, 1e-6);
+  EXPECT_DOUBLE_EQ(metric_value("step_time_s", s, r), r.step_time_s);
+  EXPECT_DOUBLE_EQ(metric_value("mfu", s, r), r.tflops_per_gpu / r.peak_tflops);
+  EXPECT_NEAR(metric_value("time_to_train_days", s, r), 1e9 / (B * seq) * r.step_time_s / 86400,
+              1e-12);
+  EXPECT_EQ(error_of([&] { metric_value("flops", s, r); }).field(), "validation.metric");
+  for (const auto& m : validation_metrics()) EXPECT_NO_THROW(metric_value(m, s, r)) << m;
+}
+
+// Expectation: published at twice the simulated step time is an error of -50 %; published at
+// 1/1.25 of it, +25 %; median of {50, 25} = 37.5, max 50. A broken file and a file without a
+// validation section are rows with their error and leave the summary alone.
+TEST_F(ValidationDir, ErrorsPerRunAndPerFamilyByHand) {
+  const double step_s =
+      simulate_step(parse_scenario(tiny_run("x", "fsdp", "step_time_s", 1.0), "x.yaml"))
+          .step_time_s;
+  write("fsdp/slow.yaml", tiny_run("slow", "fsdp", "step_time_s", 2.0 * step_s));
+  write("fsdp/fast.yaml", tiny_run("fast", "fsdp", "step_time_s", step_s / 1.25));
+  write("megatron/exact.yaml", tiny_run("exact", "megatron", "step_time_s", step_s));
+  write("megatron/broken.yaml", "schema_version: 1\nmodel: {layers: [4\n");
+  write("megatron/unknown-field.yaml",
+        tiny_run("unknown-field", "megatron", "step_time_s", 1.0) + "fancy: true\n");
+  write("plain.yaml", "schema_version: 1\nname: plain\n");
+  write("notes.txt", "not a scenario");
+
+  const ValidationReport r = validate_directory(dir_.string(), 2);
+  ASSERT_EQ(r.runs.size(), 6U);  // sorted by path; notes.txt is not a scenario
+  EXPECT_EQ(r.runs[0].name, "fast");
+  EXPECT_NEAR(run_named(r, "slow").error_pct, -50.0, 1e-9);
+  EXPECT_NEAR(run_named(r, "fast").error_pct, 25.0, 1e-9);
+  EXPECT_NEAR(run_named(r, "exact").error_pct, 0.0, 1e-9);
+  EXPECT_DOUBLE_EQ(run_named(r, "exact").simulated, step_s);
+  EXPECT_EQ(run_named(r, "slow").source, "test fixture");
+
+  const ValidationRun& broken = run_named(r, "broken");
+  EXPECT_FALSE(broken.ok);
+  EXPECT_NE(broken.error.find("malformed YAML"), std::string::npos) << broken.error;
+  const ValidationRun& unknown = run_named(r, "unknown-field");
+  EXPECT_FALSE(unknown.ok);
+  EXPECT_EQ(unknown.family, "megatron");  // the row still says what was published
+  EXPECT_DOUBLE_EQ(unknown.published, 1.0);
+  EXPECT_EQ(broken.family, "");  // malformed: nothing is known about it
+  EXPECT_NE(unknown.error.find("fancy"), std::string::npos) << unknown.error;
+  EXPECT_NE(run_named(r, "plain").error.find("validation"), std::string::npos);
+
+  ASSERT_EQ(r.families.size(), 2U);
+  EXPECT_EQ(r.families[0].family, "megatron");
+  EXPECT_EQ(r.families[0].runs, 1);
+  EXPECT_EQ(r.families[0].failed, 1);  // unknown-field.yaml
+  EXPECT_NEAR(r.families[0].max_abs_error_pct, 0.0, 1e-9);
+  EXPECT_EQ(r.families[1].family, "fsdp");
+  EXPECT_EQ(r.families[1].runs, 2);
+  EXPECT_NEAR(r.families[1].median_abs_error_pct, 37.5, 1e-9);
+  EXPECT_NEAR(r.families[1].max_abs_error_pct, 50.0, 1e-9);
+
+  // Nothing is fitted: leave-one-family-out is the in-sample result, and the output says so.
+  EXPECT_TRUE(r.lofo_equals_in_sample);
+  EXPECT_EQ(r.fitted_parameters, 0);
+  const std::string text = validation_text(r);
+  EXPECT_NE(text.find("equal the in-sample errors"), std::string::npos) << text;
+  EXPECT_NE(text.find("not simulated: "), std::string::npos);
+
+  const auto j = nlohmann::json::parse(validation_json(r));
+  ASSERT_EQ(j["runs"].size(), 6U);
+  for (const auto& run : j["runs"])
+    for (const char* key :
+         {"name", "family", "metric", "published", "simulated", "error_pct", "source"})
+      EXPECT_TRUE(run.contains(key)) << key;
+  EXPECT_TRUE(j["runs"][2]["simulated"].is_null());  // megatron/broken.yaml
+  EXPECT_TRUE(j["runs"][2].contains("error"));
+  EXPECT_FALSE(j["runs"][0].contains("error"));
+  EXPECT_DOUBLE_EQ(j["families"]["fsdp"]["median_abs_error_pct"].get<double>(), 37.5);
+  EXPECT_EQ(j["families"]["fsdp"]["runs"].get<int>(), 2);
+  EXPECT_TRUE(j["leave_one_family_out"]["equals_in_sample"].get<bool>());
+}
+
+TEST_F(ValidationDir, SameResultsOnAnyThreadCount) {
+  for (int i = 0; i < 4; ++i)
+    write(fmt::format("r{}.yaml", i), tiny_run(fmt::format("r{}", i), i % 2 ? "fsdp" : "megatron",
+                                               "tokens_per_s_per_gpu", 1000.0 * (i + 1)));
+  EXPECT_EQ(validation_json(validate_directory(dir_.string(), 1)),
+            validation_json(validate_directory(dir_.string(), 3)));
+}
+
+// A fitter sees only the other family's runs when a family is held out; its step model predicts
+// the held-out runs. This one fits a single number per family set (a test double, not a model).
+TEST_F(ValidationDir, LeaveOneFamilyOutTrainsOnTheOtherFamily) {
+  write("m1.yaml", tiny_run("m1", "megatron", "step_time_s", 1.0));
+  write("m2.yaml", tiny_run("m2", "megatron", "step_time_s", 1.0));
+  write("f1.yaml", tiny_run("f1", "fsdp", "step_time_s", 1.0));
+  std::vector<std::set<std::string>> trained_on;
+  Fitter fitter;
+  fitter.description = "test double";
+  fitter.parameters = 1;
+  fitter.fit = [&](const std::vector<const ValidationCase*>& training) {
+    std::set<std::string> families;
+    for (const auto* c : training) families.insert(c->scenario.validation.family);
+    trained_on.push_back(families);
+    const double answer = static_cast<double>(training.size());  // 3 in-sample, 1 or 2 held out
+    return StepModel([answer](const Scenario& s) {
+      StepReport r = simulate_step(s);
+      r.step_time_s = answer;
+      return r;
+    });
+  };
+  const ValidationReport r = validate_directory(dir_.string(), 1, &fitter);
+  ASSERT_EQ(trained_on.size(), 3U);
+  EXPECT_EQ(trained_on[0], (std::set<std::string>{"megatron", "fsdp"}));  // in-sample
+  EXPECT_EQ(trained_on[1], (std::set<std::string>{"fsdp"}));              // megatron held out
+  EXPECT_EQ(trained_on[2], (std::set<std::string>{"megatron"}));          // fsdp held out
+  EXPECT_FALSE(r.lofo_equals_in_sample);
+  EXPECT_EQ(r.fitted_parameters, 1);
+  for (const auto& run : r.runs) EXPECT_NEAR(run.error_pct, 200.0, 1e-9);  // 3 vs 1
+  ASSERT_EQ(r.leave_one_family_out.size(), 2U);
+  EXPECT_NEAR(r.leave_one_family_out[0].max_abs_error_pct, 0.0, 1e-9);    // megatron: 1 run
+  EXPECT_NEAR(r.leave_one_family_out[1].max_abs_error_pct, 100.0, 1e-9);  // fsdp: 2 runs
+  EXPECT_NE(validation_text(r).find("1 fitted parameters"), std::string::npos);
+}
+
+// Every shipped validation scenario states its published figure in a section this build reads,
+// even where the rest of the file uses fields a build does not know yet.
+TEST(Validation, ShippedScenariosStateTheirPublishedFigure) {
+  const std::string dir = std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/validation";
+  const auto cases = load_validation_cases(validation_files(dir));
+  EXPECT_GE(cases.size(), 250U);
+  std::set<std::string> names;
+  for (const auto& c : cases) {
+    EXPECT_TRUE(c.scenario.has_validation) << c.path << ": " << c.error;
+    EXPECT_FALSE(c.scenario.validation.source.empty()) << c.path;
+    EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
+  }
+}
+
+TEST(Validation, MissingDirectoryIsAnError) {
+  EXPECT_EQ(error_of([] { validate_directory("/nonexistent/validation", 1); }).file(),
+            "/nonexistent/validation");
+}
+
+}  // namespace
+}  // namespace twin::sim

@@ -1,0 +1,166 @@
+// The step's readable outputs: summary text and JSON, and the Perfetto trace with kernels.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/text.hpp"
+#include "twin/step_sim.hpp"
+
+namespace twin::sim {
+
+std::string step_summary_text(const Scenario& s, const StepReport& r) {
+  const auto& p = s.parallelism;
+  std::string out = fmt::format("Training step: {} on {} GPUs ({})\n", s.model.name,
+                                core::with_commas(r.gpus), s.cluster.gpu);
+  for (const auto& o : s.hardware_overrides) out += fmt::format("overridden   {}\n", o);
+  out += fmt::format(
+      "parallelism  tp {} x cp {} x pp {} (v {}{}) x dp {}, ep {}, zero {}{}, micro-batch {}, {} "
+      "micro-batches, recompute {}\n",
+      p.tp, p.cp, p.pp, r.virtual_stages, p.virtual_stages == 0 ? ", auto" : "", p.dp, p.ep, p.zero,
+      p.hsdp_shard > 0 ? fmt::format(" (HSDP shard {})", p.hsdp_shard) : "", p.micro_batch,
+      r.micro_batches, p.recompute);
+  if (p.stage_layers_auto || !p.stage_layers.empty())
+    out += fmt::format("stage layers {}{}\n", fmt::join(r.stage_layers, " "),
+                       p.stage_layers_auto ? " (auto: balanced with embedding and loss)" : "");
+  const auto& t = s.training;
+  out += fmt::format(
+      "software     {} attention, {} kernels, TP overlap {}, grad-reduce overlap {}, "
+      "param-gather overlap {}, {}\n",
+      t.attention, t.fused_kernels ? "fused" : "unfused", t.tp_comm_overlap ? "on" : "off",
+      t.overlap_grad_reduce ? "on" : "off", t.overlap_param_gather ? "on" : "off", t.precision);
+  out += fmt::format(
+      "memory       {:.1f} of {:.0f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
+      "activations {:.1f}, reserve {:.1f})\n",
+      r.memory.total_GB(), r.memory_capacity_GB, r.memory.weights_GB, r.memory.gradients_GB,
+      r.memory.optimizer_GB, r.memory.activations_GB, r.memory.reserve_GB);
+  out += fmt::format(
+      "step time    {:.3f} s   tokens/s {}   {:.0f} model TFLOP/s per GPU (HFU {:.0f})   MFU "
+      "{:.1f} "
+      "% of the BF16 peak{}\n",
+      r.step_time_s, core::with_commas(static_cast<std::int64_t>(r.tokens_per_s)), r.tflops_per_gpu,
+      r.hfu_tflops_per_gpu, 100 * r.mfu,
+      s.training.precision == "bf16" ? "" : fmt::format(" ({} GEMMs)", s.training.precision));
+  out += fmt::format("breakdown    (critical stage {})\n", r.critical_stage);
+  for (const auto& [name, seconds] : r.breakdown)
+    out += fmt::format("  {:<26}{:>9.3f} s {:>6.1f} %\n", name, seconds,
+                       100 * seconds / r.step_time_s);
+  out += "link utilization (mean over the step)\n";
+  for (const auto& [kind, u] : r.link_utilization)
+    out += fmt::format("  {:<26}{:>8.1f} %\n", kind, 100 * u);
+  out += fmt::format(
+      "time to train {:.3g} tokens: {:.1f} days, {} GPU-hours, {} at {:g}/GPU-hour\n",
+      s.training.tokens, r.time_to_train_days,
+      core::with_commas(static_cast<std::int64_t>(r.gpu_hours)),
+      core::with_commas(static_cast<std::int64_t>(r.cost)), s.training.price_per_gpu_hour);
+  return out;
+}
+
+std::string step_summary_json(const Scenario& s, const StepReport& r) {
+  nlohmann::ordered_json j;
+  j["scenario"] = s.name;
+  j["model"] = s.model.name;
+  j["gpus"] = r.gpus;
+  j["micro_batches"] = r.micro_batches;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_step"] = r.tokens_per_step;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["hfu_tflops_per_gpu"] = r.hfu_tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["peak_tflops"] = r.peak_tflops;
+  j["mfu_denominator"] = "bf16 dense peak";
+  j["virtual_stages"] = r.virtual_stages;
+  j["stage_layers"] = r.stage_layers;
+  j["hardware_overrides"] = s.hardware_overrides;
+  nlohmann::ordered_json b = nlohmann::ordered_json::object();
+  for (const auto& [name, seconds] : r.breakdown) b[name] = seconds;
+  j["breakdown"] = b;
+  j["critical_stage"] = r.critical_stage;
+  j["memory_GB"] = {{"weights", r.memory.weights_GB},     {"gradients", r.memory.gradients_GB},
+                    {"optimizer", r.memory.optimizer_GB}, {"activations", r.memory.activations_GB},
+                    {"reserve", r.memory.reserve_GB},     {"total", r.memory.total_GB()},
+                    {"capacity", r.memory_capacity_GB}};
+  nlohmann::ordered_json u = nlohmann::ordered_json::object();
+  for (const auto& [kind, value] : r.link_utilization) u[kind] = value;
+  j["link_utilization"] = u;
+  nlohmann::ordered_json c = nlohmann::ordered_json::object();
+  for (const auto& [name, seconds] : r.collective_times) c[name] = seconds;
+  j["collective_time_s"] = c;
+  j["time_to_train_days"] = r.time_to_train_days;
+  j["gpu_hours"] = r.gpu_hours;
+  j["cost"] = r.cost;
+  return j.dump(2) + "\n";
+}
+
+std::string step_trace_json(const StepReport& r) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& op : r.timeline) {
+    events.push_back({{"name", op.name},
+                      {"ph", "X"},
+                      {"ts", op.start_s * 1e6},
+                      {"dur", (op.end_s - op.start_s) * 1e6},
+                      {"pid", op.stage},
+                      {"tid", op.stream == "compute" ? 0 : 1}});
+    // The kernels of micro-batch 0 (every chunk, forward and backward), laid end to end over
+    // the op's compute time, on their own track.
+    if (op.micro_batch != 0 || op.chunk < 0 || r.program.chunks.empty()) continue;
+    const auto& c =
+        r.program.chunks[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(op.chunk)];
+    const double total = op.forward ? c.forward_s : c.backward_s;
+    const double stretch = total > 0 ? op.compute_s / total : 1.0;
+    double at = op.start_s;
+    auto emit = [&](const workload::Kernel& k, int layer) {
+      events.push_back({{"name", k.name},
+                        {"ph", "X"},
+                        {"ts", at * 1e6},
+                        {"dur", k.time_s * stretch * 1e6},
+                        {"pid", op.stage},
+                        {"tid", 2},
+                        {"args",
+                         {{"shape", k.shape},
+                          {"layer", layer},
+                          {"GFLOP", k.flops / 1e9},
+                          {"MB", k.bytes / 1e6},
+                          {"limiter", workload::to_string(k.limiter)}}}});
+      at += k.time_s * stretch;
+    };
+    int layer = c.first_layer;
+    for (const auto& b : c.blocks) {
+      const bool is_layer = b.label == "dense layer" || b.label == "MoE layer";
+      for (int i = 0; i < b.count; ++i) {
+        const int id = is_layer ? layer++ : -1;
+        if (!op.forward)
+          for (const auto& k : b.recompute) emit(k, id);
+        for (const auto& k : op.forward ? b.forward : b.backward) emit(k, id);
+      }
+    }
+  }
+  std::set<int> stages;
+  for (const auto& op : r.timeline) stages.insert(op.stage);
+  for (int s : stages) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", s},
+                      {"args", {{"name", fmt::format("stage {} (rank class)", s)}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", s},
+                      {"tid", 0},
+                      {"args", {{"name", "compute + TP/EP"}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", s},
+                      {"tid", 1},
+                      {"args", {{"name", "DP / FSDP comm"}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", s},
+                      {"tid", 2},
+                      {"args", {{"name", "kernels (micro-batch 0)"}}}});
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+}
+
+}  // namespace twin::sim

@@ -1,0 +1,339 @@
+#include "twin/validation.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "core/stats.hpp"
+
+namespace twin::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Figures span 0.4 (MFU) to 10^5 (tokens/s): a simulated one gets digits that fit its scale; a
+/// published one is shown as the source prints it (at most 6 significant digits).
+std::string figure(double v) {
+  const double a = std::fabs(v);
+  if (a >= 1000) return fmt::format("{:.0f}", v);
+  if (a >= 100) return fmt::format("{:.1f}", v);
+  if (a >= 1) return fmt::format("{:.2f}", v);
+  return fmt::format("{:.4f}", v);
+}
+/// A summary error, or "-" when no run of the set simulated.
+std::string percent(int runs, double value) {
+  return runs > 0 ? fmt::format("{:.1f}", value) : std::string("-");
+}
+std::string published(double v) {
+  return fmt::format("{:.6g}", v);
+}
+
+ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
+  ValidationRun run;
+  run.name = c.name;
+  run.path = c.path;
+  run.group = c.group;
+  if (c.scenario.has_validation) {
+    const ValidationSpec& v = c.scenario.validation;
+    run.family = v.family;
+    run.metric = v.metric;
+    run.published = v.published;
+    run.source = v.source;
+  }
+  if (!c.loaded) {
+    run.error = c.error;
+    return run;
+  }
+  try {
+    const StepReport report = model ? model(c.scenario) : simulate_step(c.scenario);
+    run.simulated = metric_value(run.metric, c.scenario, report);
+    if (!std::isfinite(run.simulated))
+      throw core::Error("validation.metric", run.metric, "the simulated figure is not finite",
+                        c.path);
+    run.error_pct = 100.0 * (run.simulated - run.published) / run.published;
+    run.ok = true;
+  } catch (const core::Error& e) {
+    run.error = e.in_file(c.path).what();
+  } catch (const std::exception& e) {
+    run.error = e.what();
+  }
+  return run;
+}
+
+template <class Pick>
+FamilySummary summary_of(const std::string& label, const std::vector<ValidationRun>& runs,
+                         Pick pick) {
+  FamilySummary f;
+  f.family = label;
+  std::vector<double> errors;
+  for (const auto& r : runs) {
+    if (!pick(r)) continue;
+    if (r.ok)
+      errors.push_back(std::fabs(r.error_pct));
+    else
+      ++f.failed;
+  }
+  f.runs = static_cast<int>(errors.size());
+  f.median_abs_error_pct = core::median(errors);
+  f.max_abs_error_pct = errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end());
+  return f;
+}
+
+nlohmann::ordered_json families_json(const std::vector<FamilySummary>& families) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& f : families)
+    j[f.family] = {{"median_abs_error_pct", f.median_abs_error_pct},
+                   {"max_abs_error_pct", f.max_abs_error_pct},
+                   {"runs", f.runs}};
+  return j;
+}
+
+std::string summary_table(const std::vector<FamilySummary>& rows, const char* what = "family") {
+  std::size_t width = 10;
+  for (const auto& f : rows) width = std::max(width, f.family.size() + 2);
+  std::string out = fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}\n", what, width, "runs", "failed",
+                                "median |error| %", "max |error| %");
+  for (const auto& f : rows)
+    out +=
+        fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}\n", f.family, width, f.runs, f.failed,
+                    percent(f.runs, f.median_abs_error_pct), percent(f.runs, f.max_abs_error_pct));
+  return out;
+}
+
+std::string lofo_statement(const ValidationReport& r) {
+  if (r.lofo_equals_in_sample)
+    return "Leave-one-family-out: no parameter of the step model is fitted on training runs (0 "
+           "fitted parameters; every figure comes from datasheets and kernel and network "
+           "measurements), so the leave-one-family-out errors equal the in-sample errors "
+           "above.\n";
+  return fmt::format(
+      "Leave-one-family-out ({} fitted parameters: {}): each family predicted with parameters "
+      "fitted on the other families\n{}",
+      r.fitted_parameters, r.fitter, summary_table(r.leave_one_family_out));
+}
+
+}  // namespace
+
+std::vector<std::string> validation_files(const std::string& directory) {
+  std::error_code ec;
+  if (!fs::is_directory(directory, ec))
+    throw core::Error("", "", "not a directory of validation scenarios", directory);
+  std::vector<std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(directory, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml")
+      files.push_back(entry.path().string());
+  }
+  if (ec) throw core::Error("", "", "cannot list the directory: " + ec.message(), directory);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>& files) {
+  std::vector<ValidationCase> cases;
+  for (const auto& path : files) {
+    ValidationCase c;
+    c.path = path;
+    c.name = fs::path(path).stem().string();
+    try {
+      c.scenario = load_scenario(path);
+      c.name = c.scenario.name;
+      if (!c.scenario.has_validation)
+        throw core::Error("validation", "",
+                          "missing: a validation scenario states the published figure "
+                          "(family, metric, published, source)",
+                          path);
+      c.loaded = true;
+    } catch (const std::exception& e) {
+      c.error = e.what();
+      // The row still shows what was published when the rest of the file is what failed.
+      try {
+        const YAML::Node root = YAML::LoadFile(path);
+        YAML::Node only;
+        only["schema_version"] = kSchemaVersion;
+        only["validation"] = root["validation"];
+        const Scenario s = parse_scenario(YAML::Dump(only), path);
+        c.scenario.has_validation = s.has_validation;
+        c.scenario.validation = s.validation;
+        if (root["name"].IsScalar()) c.name = root["name"].Scalar();
+      } catch (const std::exception&) {
+        c.scenario.has_validation = false;  // nothing usable: the row shows the error alone
+      }
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+double metric_value(const std::string& metric, const Scenario& scenario, const StepReport& r) {
+  if (metric == "tflops_per_gpu") return r.tflops_per_gpu;
+  if (metric == "tokens_per_s_per_gpu") return r.tokens_per_s / r.gpus;
+  if (metric == "step_time_s") return r.step_time_s;
+  if (metric == "mfu") return r.mfu;
+  if (metric == "time_to_train_days") return r.time_to_train_days;
+  throw core::Error("validation.metric", metric,
+                    "unknown; valid: tflops_per_gpu, tokens_per_s_per_gpu, step_time_s, mfu, "
+                    "time_to_train_days",
+                    scenario.source);
+}
+
+std::vector<ValidationRun> run_validation(const std::vector<ValidationCase>& cases,
+                                          const StepModel& model, int threads) {
+  std::vector<ValidationRun> runs;
+  runs.reserve(cases.size());
+  core::ordered_parallel(
+      static_cast<int>(cases.size()), threads,
+      [&](int i) { return evaluate(cases[static_cast<std::size_t>(i)], model); },
+      [&](int, ValidationRun& run) { runs.push_back(std::move(run)); });
+  return runs;
+}
+
+std::vector<FamilySummary> summarize(const std::vector<ValidationRun>& runs) {
+  std::vector<FamilySummary> out;
+  for (const auto& family : validation_families()) {
+    FamilySummary f =
+        summary_of(family, runs, [&](const ValidationRun& r) { return r.family == family; });
+    if (f.runs + f.failed > 0) out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& runs) {
+  std::vector<std::string> groups;
+  for (const auto& r : runs)
+    if (std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
+  std::vector<FamilySummary> out;
+  for (const auto& g : groups)
+    out.push_back(summary_of(g, runs, [&](const ValidationRun& r) { return r.group == g; }));
+  return out;
+}
+
+ValidationReport validate_directory(const std::string& directory, int threads,
+                                    const Fitter* fitter) {
+  ValidationReport report;
+  report.directory = directory;
+  std::vector<ValidationCase> cases = load_validation_cases(validation_files(directory));
+  for (auto& c : cases) {
+    const fs::path folder = fs::path(c.path).lexically_relative(directory).parent_path();
+    c.group = folder.empty() ? "." : folder.generic_string();
+  }
+  auto training_runs = [&](const std::string& held_out) {
+    std::vector<const ValidationCase*> training;
+    for (const auto& c : cases)
+      if (c.loaded && c.scenario.validation.family != held_out) training.push_back(&c);
+    return training;
+  };
+  const bool fitted = fitter != nullptr && fitter->fit;
+  const StepModel in_sample = fitted ? fitter->fit(training_runs("")) : StepModel{};
+  report.runs = run_validation(cases, in_sample, threads);
+  report.families = summarize(report.runs);
+  if (!fitted) {
+    report.leave_one_family_out = report.families;
+    return report;
+  }
+  report.fitted_parameters = fitter->parameters;
+  report.fitter = fitter->description;
+  report.lofo_equals_in_sample = false;
+  for (const auto& family : validation_families()) {
+    std::vector<ValidationCase> held_out;
+    for (const auto& c : cases)
+      if (c.scenario.has_validation && c.scenario.validation.family == family)
+        held_out.push_back(c);
+    if (held_out.empty()) continue;
+    const StepModel model = fitter->fit(training_runs(family));
+    for (auto& run : run_validation(held_out, model, threads))
+      report.lofo_runs.push_back(std::move(run));
+  }
+  report.leave_one_family_out = summarize(report.lofo_runs);
+  return report;
+}
+
+std::string validation_text(const ValidationReport& r) {
+  int failed = 0;
+  std::size_t width = 4;
+  for (const auto& run : r.runs) {
+    failed += run.ok ? 0 : 1;
+    width = std::max(width, run.name.size());
+  }
+  std::string out = fmt::format("Validation: {} published runs in {}", r.runs.size(), r.directory);
+  out += failed > 0 ? fmt::format(" ({} did not simulate)\n\n", failed) : "\n\n";
+  out += fmt::format("{:<{}}  {:<9}{:<22}{:>11}{:>11}{:>9}  {}\n", "name", width, "family",
+                     "metric", "published", "simulated", "error %", "source");
+  for (const auto& run : r.runs) {
+    if (run.ok) {
+      out += fmt::format("{:<{}}  {:<9}{:<22}{:>11}{:>11}{:>9.1f}  {}\n", run.name, width,
+                         run.family, run.metric, published(run.published), figure(run.simulated),
+                         run.error_pct, run.source);
+    } else {
+      out +=
+          fmt::format("{:<{}}  {:<9}{:<22}{:>11}{:>11}{:>9}  {}\n", run.name, width,
+                      run.family.empty() ? "-" : run.family, run.metric.empty() ? "-" : run.metric,
+                      run.published > 0 ? published(run.published) : "-", "-", "-", run.source);
+      out += fmt::format("{:<{}}  not simulated: {}\n", "", width, run.error);
+    }
+  }
+  out += "\n" + summary_table(r.families) + "\n" + lofo_statement(r);
+  const auto groups = summarize_groups(r.runs);
+  if (groups.size() > 1) out += "\nBy source (sub-folder)\n" + summary_table(groups, "folder");
+  return out;
+}
+
+std::string validation_markdown(const ValidationReport& r) {
+  auto table = [](const std::vector<FamilySummary>& rows, const char* what) {
+    std::string out = fmt::format(
+        "| {} | runs | did not simulate | median \\|error\\| % | max \\|error\\| % |\n"
+        "|---|---:|---:|---:|---:|\n",
+        what);
+    for (const auto& f : rows)
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", f.family, f.runs, f.failed,
+                         percent(f.runs, f.median_abs_error_pct),
+                         percent(f.runs, f.max_abs_error_pct));
+    return out;
+  };
+  std::string out = table(r.families, "family") + "\n" + lofo_statement(r) + "\n" +
+                    table(summarize_groups(r.runs), "source (scenarios/validation/...)") + "\n";
+  out +=
+      "| run | family | metric | published | simulated | error % | source |\n"
+      "|---|---|---|---:|---:|---:|---|\n";
+  for (const auto& run : r.runs) {
+    const std::string source = run.ok ? run.source : run.source + " — not simulated: " + run.error;
+    std::string escaped;
+    for (char ch : source) escaped += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", run.name,
+                       run.family.empty() ? "-" : run.family, run.metric.empty() ? "-" : run.metric,
+                       run.published > 0 ? published(run.published) : "-",
+                       run.ok ? figure(run.simulated) : "-",
+                       run.ok ? fmt::format("{:.1f}", run.error_pct) : "-", escaped);
+  }
+  return out;
+}
+
+std::string validation_json(const ValidationReport& r) {
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+  for (const auto& run : r.runs) {
+    nlohmann::ordered_json j;
+    j["name"] = run.name;
+    j["family"] = run.family;
+    j["metric"] = run.metric;
+    j["published"] = run.published;
+    j["simulated"] = run.ok ? nlohmann::ordered_json(run.simulated) : nlohmann::ordered_json();
+    j["error_pct"] = run.ok ? nlohmann::ordered_json(run.error_pct) : nlohmann::ordered_json();
+    j["source"] = run.source;
+    if (!run.ok) j["error"] = run.error;
+    runs.push_back(std::move(j));
+  }
+  nlohmann::ordered_json j;
+  j["runs"] = std::move(runs);
+  j["families"] = families_json(r.families);
+  j["leave_one_family_out"] = {{"fitted_parameters", r.fitted_parameters},
+                               {"equals_in_sample", r.lofo_equals_in_sample},
+                               {"families", families_json(r.leave_one_family_out)}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace twin::sim

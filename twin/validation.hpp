@@ -1,0 +1,122 @@
+#pragma once
+/// Validation against published training runs: every scenario of a directory that carries a
+/// `validation:` section (the source's own figure, scenarios/validation/) is simulated, and the
+/// simulated figure is compared with the published one.
+///
+///   error_pct = 100 (simulated - published) / published
+///   per family: median and maximum of |error_pct| over the runs that simulated
+///
+/// Metrics, each one figure of the simulated step (twin/step_sim.hpp):
+///   tflops_per_gpu        model FLOPs of the step (no recompute) / step time / GPUs / 1e12,
+///                         as NeMo and Megatron report "Model TFLOP/s/GPU"
+///   tokens_per_s_per_gpu  global batch x sequence length / step time / GPUs
+///   step_time_s           the step time
+///   mfu                   tflops_per_gpu / the profile's dense peak for the precision
+///   time_to_train_days    training.tokens / tokens per step x step time / 86,400 (steps only:
+///                         no failures, restarts or evaluation)
+///
+/// Leave-one-family-out (LOFO): parameters fitted on the published runs of every family but one
+/// are used to predict the held-out family; its errors are the out-of-sample errors. A `Fitter`
+/// turns the training runs into a step model; without one (the step model has no parameter
+/// fitted on training runs: every figure comes from datasheets, kernel and network measurements),
+/// LOFO errors equal the in-sample ones and the report says so.
+///
+/// A scenario that fails to load or to simulate (malformed, impossible parallelism, a field this
+/// build does not know) is a row with its error message, never a failure of the whole run.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "twin/scenario.hpp"
+#include "twin/step_sim.hpp"
+
+namespace twin::sim {
+
+/// One validation scenario as loaded: the scenario, or why it could not be loaded.
+struct ValidationCase {
+  std::string path;
+  std::string name;   ///< the scenario's name (the file stem when it did not load)
+  std::string group;  ///< sub-folder of the validation directory ("." at its top)
+  bool loaded = false;
+  Scenario scenario;
+  std::string error;
+};
+
+/// A step model: the simulated step of a scenario. The default is simulate_step.
+using StepModel = std::function<StepReport(const Scenario&)>;
+
+/// Fits parameters on the given training runs (scenarios with their published figures) and
+/// returns the step model that uses them.
+struct Fitter {
+  std::string description;
+  int parameters = 0;  ///< how many parameters it fits (per GPU kind and kernel class)
+  std::function<StepModel(const std::vector<const ValidationCase*>& training)> fit;
+};
+
+struct ValidationRun {
+  std::string name, path, family, metric, source;
+  std::string group;  ///< the sub-folder of the validation directory (one source table each)
+  double published = 0;
+  bool ok = false;  ///< simulated; otherwise `error` says why not
+  double simulated = 0;
+  double error_pct = 0;
+  std::string error;
+};
+
+/// Errors of a set of runs: a family, or a group (the sub-folder the runs came from).
+struct FamilySummary {
+  std::string family;  ///< the family, or the group
+  double median_abs_error_pct = 0;
+  double max_abs_error_pct = 0;
+  int runs = 0;    ///< runs that simulated (the errors summarized)
+  int failed = 0;  ///< runs that did not load or simulate
+};
+
+struct ValidationReport {
+  std::string directory;
+  std::vector<ValidationRun> runs;
+  std::vector<FamilySummary> families;  ///< in validation_families() order, those with runs
+  int fitted_parameters = 0;
+  std::string fitter;  ///< description of the fitter, empty when nothing is fitted
+  bool lofo_equals_in_sample = true;
+  /// Per held-out family: its errors with parameters fitted on the other families.
+  std::vector<FamilySummary> leave_one_family_out;
+  std::vector<ValidationRun> lofo_runs;  ///< the held-out predictions (empty when in-sample)
+};
+
+/// The scenario files (*.yaml, recursively) of `directory`, sorted by path. Throws core::Error
+/// when the directory does not exist.
+std::vector<std::string> validation_files(const std::string& directory);
+
+/// Loads every file; a file that does not load, or has no `validation:` section, becomes a case
+/// with its error.
+std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>& files);
+
+/// The metric's value in a simulated step; throws core::Error for an unknown metric.
+double metric_value(const std::string& metric, const Scenario& scenario, const StepReport& report);
+
+/// Runs every case with `model` (nullptr: simulate_step) on `threads` threads; rows in case order.
+std::vector<ValidationRun> run_validation(const std::vector<ValidationCase>& cases,
+                                          const StepModel& model, int threads);
+
+/// Median and maximum |error| per family, in validation_families() order.
+std::vector<FamilySummary> summarize(const std::vector<ValidationRun>& runs);
+/// The same per group (sub-folder), in order of first appearance.
+std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& runs);
+
+/// The whole validation of a directory: in-sample errors, and leave-one-family-out errors with
+/// `fitter` (nullptr: nothing is fitted on training runs, so LOFO equals in-sample).
+ValidationReport validate_directory(const std::string& directory, int threads,
+                                    const Fitter* fitter = nullptr);
+
+/// The report as a text table (one row per run, then the family summary and LOFO).
+std::string validation_text(const ValidationReport& report);
+/// Markdown for the README: the family and group summaries, leave-one-family-out, then every run.
+std::string validation_markdown(const ValidationReport& report);
+/// {"runs": [{name, family, metric, published, simulated, error_pct, source}], "families":
+/// {family: {median_abs_error_pct, max_abs_error_pct, runs}}, "leave_one_family_out": {...}}.
+/// A run that did not simulate has null simulated and error_pct and an "error" message.
+std::string validation_json(const ValidationReport& report);
+
+}  // namespace twin::sim

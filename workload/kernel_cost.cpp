@@ -1,0 +1,111 @@
+#include "workload/kernel_cost.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/text.hpp"
+
+namespace twin::workload {
+
+const char* to_string(Limiter l) {
+  switch (l) {
+    case Limiter::compute:
+      return "compute";
+    case Limiter::memory:
+      return "memory";
+    case Limiter::launch:
+      return "launch";
+  }
+  return "?";
+}
+
+KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string& dtype)
+    : profile_(profile) {
+  const auto& k = profile.kernels;
+  if (!k.present)
+    throw core::Error("kernels", profile.name,
+                      "the hardware profile has no kernels section (SM count, GEMM tiles, "
+                      "attention and HBM figures); the step cannot be costed kernel by kernel");
+  auto it = k.gemm_efficiency.find(dtype);
+  if (it == k.gemm_efficiency.end()) {
+    std::vector<std::string> names;
+    for (const auto& [d, f] : k.gemm_efficiency) names.push_back(d);
+    throw core::Error("training.precision", dtype,
+                      fmt::format("profile '{}' has no GEMM efficiency for this dtype; it has {}",
+                                  profile.name, core::quoted_list(names)));
+  }
+  peak_ = profile.peak_flops(dtype);
+  eff_ = it->second.value;
+  sms_ = k.sm_count.value;
+  tile_m_ = k.gemm_tile_m.value;
+  tile_n_ = k.gemm_tile_n.value;
+  k_half_ = k.gemm_k_half.value;
+  operand_bytes_ = dtype == "fp8" ? 1.0 : 2.0;
+  hbm_Bps_ = k.hbm_achievable_GBps.value * 1e9;
+  launch_s_ = k.launch_overhead_us.value * 1e-6;
+}
+
+Kernel KernelCoster::finish(Kernel k, double compute_s, double memory_s) const {
+  k.time_s = launch_s_ + std::max(compute_s, memory_s);
+  if (launch_s_ >= std::max(compute_s, memory_s))
+    k.limiter = Limiter::launch;
+  else
+    k.limiter = compute_s >= memory_s ? Limiter::compute : Limiter::memory;
+  return k;
+}
+
+Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k,
+                          double batch) const {
+  Kernel out;
+  out.name = name;
+  out.shape = batch > 1 ? fmt::format("{:g}x({:g}x{:g}x{:g})", batch, m, n, k)
+                        : fmt::format("{:g}x{:g}x{:g}", m, n, k);
+  out.tensor_core = true;
+  out.flops = 2.0 * m * n * k * batch;
+  out.bytes = ((m * k + k * n) * operand_bytes_ + m * n * 2.0) * batch;
+  if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return finish(out, 0, 0);
+  const double per_sm = peak_ / sms_ * eff_ * k / (k + k_half_);
+  const double small = std::min(tile_m_, tile_n_);
+  double best = 0;
+  for (auto [tm, tn] :
+       {std::pair{tile_m_, tile_n_}, std::pair{tile_n_, tile_m_}, std::pair{small, small}}) {
+    const double tiles = batch * std::ceil(m / tm) * std::ceil(n / tn);
+    const double waves = std::ceil(tiles / sms_);
+    const double t = waves * 2.0 * tm * tn * k / per_sm;
+    if (best == 0 || t < best) best = t;
+  }
+  return finish(out, best, out.bytes / hbm_Bps_);
+}
+
+Kernel KernelCoster::flash_attention(const std::string& name, bool forward, double batch_heads,
+                                     double s_q, double s_k, double head_dim, bool causal,
+                                     double table_seq) const {
+  if (!has_flash())
+    throw core::Error("training.attention", "flash",
+                      fmt::format("profile '{}' has no flash-attention measurements "
+                                  "(kernels.flash_attention); use training.attention: unfused",
+                                  profile_.name));
+  Kernel out;
+  out.name = name;
+  out.shape = fmt::format("{:g}x(s {:g}x{:g}, d {:g})", batch_heads, s_q, s_k, head_dim);
+  out.tensor_core = true;
+  const double fwd = 4.0 * batch_heads * s_q * s_k * head_dim * (causal ? 0.5 : 1.0);
+  out.flops = forward ? fwd : 2.5 * fwd;
+  // Q, K, V and O (and their gradients backward) stream through HBM once.
+  out.bytes = batch_heads * (s_q * 2 + s_k * 2) * head_dim * 2.0 * (forward ? 1.0 : 2.0);
+  const double rate = profile_.kernels.flash_attention->tflops(forward, head_dim, table_seq) * 1e12;
+  return finish(out, out.flops / rate, out.bytes / hbm_Bps_);
+}
+
+Kernel KernelCoster::memory(const std::string& name, double bytes) const {
+  Kernel out;
+  out.name = name;
+  out.shape = fmt::format("{:.3g} B", bytes);
+  out.bytes = bytes;
+  return finish(out, 0, bytes / hbm_Bps_);
+}
+
+}  // namespace twin::workload

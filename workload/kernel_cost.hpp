@@ -1,0 +1,74 @@
+#pragma once
+/// Kernel cost models: the time of one GPU kernel from its shape and the hardware profile's
+/// `kernels` section (every parameter there carries its source).
+///
+/// Every kernel: t = t_launch + max(t_compute, t_memory); the limiter is the largest of the three
+/// terms (t_launch = kernels.launch_overhead_us, the measured start-up of back-to-back kernels).
+///
+/// GEMM (M x K) x (K x N), `batch` independent products, dtype d:
+///   for each candidate CTA tile (tm x tn) in {tile_m x tile_n, tile_n x tile_m, min x min}:
+///     tiles = batch ceil(M / tm) ceil(N / tn)           (tile quantization)
+///     waves = ceil(tiles / SMs)                          (wave quantization on the real SM count)
+///     t_compute = waves x 2 tm tn K / (peak_d / SMs x eff_d x K / (K + k_half))
+///   the fastest candidate (cuBLAS's heuristics choose among tile shapes), and
+///   t_memory = (M K + K N) bytes_d + M N 2 bytes (bf16 output) over hbm_achievable.
+///
+/// Flash attention (causal): executed FLOPs per head and sequence 4 s_q s_k d forward (halved by
+///   the mask), backward 2.5 x forward; t = FLOPs / measured TFLOP/s at (d, s) from the profile's
+///   table (forward and backward separately).
+///
+/// Memory-bound (element-wise, norms, softmax, cross-entropy, optimizer): t_memory = bytes /
+///   hbm_achievable; no compute term.
+
+#include <string>
+
+#include "calibrate/profile.hpp"
+
+namespace twin::workload {
+
+enum class Limiter { compute, memory, launch };
+const char* to_string(Limiter l);
+
+/// One kernel launch: what it is, what it moves and computes, and how long it takes.
+struct Kernel {
+  std::string name;   ///< e.g. "fc1 wgrad"
+  std::string shape;  ///< e.g. "8192x7168x8192" (M x N x K) or "2.1e+08 B"
+  double flops = 0;   ///< executed
+  double bytes = 0;   ///< HBM traffic
+  double time_s = 0;
+  Limiter limiter = Limiter::launch;
+  bool tensor_core = false;  ///< GEMM or attention (slowed by SMs taken); else HBM-bound
+};
+
+/// Costs kernels on one GPU type in one GEMM dtype. Throws core::Error when the profile has no
+/// kernels section or no GEMM efficiency for the dtype.
+class KernelCoster {
+ public:
+  KernelCoster(const calibrate::Profile& profile, const std::string& dtype);
+
+  /// (m x k) x (k x n), `batch` times; the operand dtype is the coster's.
+  [[nodiscard]] Kernel gemm(const std::string& name, double m, double n, double k,
+                            double batch = 1) const;
+  /// Flash attention over `batch_heads` (sequences x local query heads) of s_q queries against
+  /// s_k keys; `table_seq` is the sequence length to look the measured rate up at.
+  [[nodiscard]] Kernel flash_attention(const std::string& name, bool forward, double batch_heads,
+                                       double s_q, double s_k, double head_dim, bool causal,
+                                       double table_seq) const;
+  /// A memory-bound kernel moving `bytes` through HBM.
+  [[nodiscard]] Kernel memory(const std::string& name, double bytes) const;
+
+  [[nodiscard]] double launch_s() const { return launch_s_; }
+  [[nodiscard]] double hbm_Bps() const { return hbm_Bps_; }
+  [[nodiscard]] double sm_count() const { return sms_; }
+  [[nodiscard]] bool fp8() const { return operand_bytes_ == 1.0; }
+  [[nodiscard]] bool has_flash() const { return profile_.kernels.flash_attention.has_value(); }
+  [[nodiscard]] const calibrate::Profile& profile() const { return profile_; }
+
+ private:
+  Kernel finish(Kernel k, double compute_s, double memory_s) const;
+  const calibrate::Profile& profile_;
+  double peak_ = 0, eff_ = 0, sms_ = 0, tile_m_ = 0, tile_n_ = 0, k_half_ = 0;
+  double operand_bytes_ = 2, hbm_Bps_ = 0, launch_s_ = 0;
+};
+
+}  // namespace twin::workload
