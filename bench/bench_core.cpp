@@ -1,8 +1,6 @@
-// Hot paths of the foundation: the event queue, fabric construction and routing at scale.
+// Hot paths of the foundation: fabric construction and routing at scale.
 #include <benchmark/benchmark.h>
 
-#include "core/rng.hpp"
-#include "core/sim_time.hpp"
 #include "topology/fabric.hpp"
 #include "topology/link_load.hpp"
 #include "topology/routing.hpp"
@@ -10,19 +8,6 @@
 namespace {
 
 using namespace twin;
-
-void BM_EventQueuePushPop(benchmark::State& state) {
-  const auto n = static_cast<int>(state.range(0));
-  core::Rng rng(1);
-  for (auto _ : state) {
-    core::EventQueue<int> q;
-    for (int i = 0; i < n; ++i)
-      q.push(core::SimTime::from_ns(static_cast<std::int64_t>(rng.uniform_index(1'000'000))), i);
-    while (!q.empty()) benchmark::DoNotOptimize(q.pop());
-  }
-  state.SetItemsProcessed(state.iterations() * n);
-}
-BENCHMARK(BM_EventQueuePushPop)->RangeMultiplier(8)->Range(1 << 10, 1 << 19);
 
 topology::Fabric fabric_of(int nodes) {
   topology::ClusterSpec c;

@@ -117,6 +117,12 @@ void validate(const FailureSpec& f, const RecoverySpec& r, int nodes, double run
   non_negative(f.leaf_switch_mtbf_hours, "failures.leaf_switch_mtbf_hours");
   non_negative(f.power_domain_mtbf_hours, "failures.power_domain_mtbf_hours");
   non_negative(f.switch_repair_hours, "failures.switch_repair_hours");
+  non_negative(f.degraded_link_rate_per_cable_day, "failures.degraded_link_rate_per_cable_day");
+  non_negative(f.degraded_link_hours, "failures.degraded_link_hours");
+  if (!(f.degraded_link_factor > 0 && f.degraded_link_factor <= 1))
+    throw core::Error(
+        "failures.degraded_link_factor", fmt::format("{}", f.degraded_link_factor),
+        "must be within (0, 1]: the fraction of its bandwidth a degraded cable keeps");
   if (f.power_domain_nodes < 1)
     throw core::Error("failures.power_domain_nodes", std::to_string(f.power_domain_nodes),
                       "must be at least 1");

@@ -61,6 +61,13 @@ struct FailureSpec {
   double power_domain_mtbf_hours = 0;
   int power_domain_nodes = 4;
   double switch_repair_hours = 4;
+  // Degraded-link episodes: a fabric cable runs at `degraded_link_factor` of its bandwidth for
+  // `degraded_link_hours` (an InfiniBand port that retrains to fewer lanes or a lower speed after
+  // symbol errors; 0.5 is NDR falling back to HDR speed) until maintenance reseats or swaps it.
+  // No published rate: off by default.
+  double degraded_link_rate_per_cable_day = 0;
+  double degraded_link_hours = 4;
+  double degraded_link_factor = 0.5;
 };
 
 struct RecoverySpec {

@@ -48,6 +48,7 @@ CampaignInputs busy_job() {
   in.work_s = 30 * 86400.0;
   in.failures.node_mtbf_hours = 2000;
   in.recovery.hot_spares = 64;
+  in.recovery.checkpoint_interval_min = 720;  // a few hundred events per trial, not thousands
   return in;
 }
 

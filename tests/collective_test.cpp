@@ -156,10 +156,11 @@ TEST(Collective, ConcurrentGroupsShareLinks) {
   const auto all = s.sim.run("all_reduce", "ring", groups, kGiB);
   const auto one = s.sim.run("all_reduce", "ring", {groups[0]}, kGiB);
   EXPECT_NEAR(all.phase_flow_s[0], one.phase_flow_s[0], 1e-12);
-  // Two groups forced onto the same rail (GPU 0 and 1 of each node on rail 0 and 1 ... use one
-  // group crossing rails) contend and take longer.
+  // Two groups whose rings cross rails (GPU 0 of node 0 to GPU 1 of node 1, ...): every hop
+  // leaves its rail's leaf through a spine, but a non-blocking tree has an uplink for each flow
+  // (D-mod-k spreads them), so each flow is still limited by its own NIC: the same time.
   const auto crossed = s.sim.run("all_reduce", "ring", {{0, 9, 16, 25}, {1, 8, 17, 24}}, kGiB);
-  EXPECT_GE(crossed.phase_flow_s[0], one.phase_flow_s[0]);
+  EXPECT_NEAR(crossed.phase_flow_s[0], one.phase_flow_s[0], 1e-12);
 }
 
 TEST(Collective, PhasesAreSolvedOncePerPattern) {

@@ -7,7 +7,6 @@
 #include "core/error.hpp"
 #include "core/ids.hpp"
 #include "core/rng.hpp"
-#include "core/sim_time.hpp"
 #include "core/text.hpp"
 #include "core/units.hpp"
 
@@ -28,24 +27,6 @@ TEST(Units, LineRateToBytes) {
   EXPECT_DOUBLE_EQ(gbps_to_Bps(400.0), 50e9);
   EXPECT_DOUBLE_EQ(Bps_to_GBps(gbps_to_Bps(200.0)), 25.0);
   EXPECT_EQ(kGiB, 1073741824u);
-}
-
-TEST(SimTime, RoundsToNanoseconds) {
-  EXPECT_EQ(SimTime::from_seconds(1.5e-9).ns, 2);
-  EXPECT_EQ(SimTime::from_seconds(3600.0).ns, 3'600'000'000'000);
-  EXPECT_DOUBLE_EQ(SimTime::from_ns(250).seconds(), 250e-9);
-}
-
-TEST(EventQueue, OrdersByTimeThenInsertion) {
-  EventQueue<std::string> q;
-  q.push(SimTime::from_ns(20), "late");
-  q.push(SimTime::from_ns(10), "first-at-10");
-  q.push(SimTime::from_ns(10), "second-at-10");
-  q.push(SimTime::from_ns(5), "earliest");
-  std::vector<std::string> order;
-  while (!q.empty()) order.push_back(q.pop().payload);
-  EXPECT_EQ(order, (std::vector<std::string>{"earliest", "first-at-10", "second-at-10", "late"}));
-  EXPECT_THROW(q.pop(), std::logic_error);
 }
 
 TEST(Rng, SameSeedSameSequence) {

@@ -1,20 +1,8 @@
 #pragma once
-/// A training campaign over weeks: failures, stragglers and recovery, simulated as a
-/// discrete-event timeline per trial and summarized over Monte Carlo trials.
-///
-/// Per trial: each job node has its own time to next failure (Weibull with the cause mix's
-/// total rate; lemons drawn per trial); a failure stops the job, which loses the work since the
-/// last completed checkpoint, waits detection + restart (+ a spare, or a repair when none is
-/// left) and resumes. Silent data corruption is noticed `sdc_detection_hours` later and rolls back
-/// to the last checkpoint written before it. Checkpoints are synchronous writes every interval
-/// of running time (Young/Daly's sqrt(2 C MTBF) by default); a failure during a write voids it.
-/// Straggler episodes slow every step by the factor the step simulation gives for a job with one
-/// slow GPU (cached per factor); unsynchronized GC pauses add pause x min(N, 1 + w/pause) per GC
-/// period, w = min(period, 2 drift sqrt(hours since the last synchronization)).
-///
-/// Node failure clocks run only while the job runs (load-driven causes); correlated outages and
-/// straggler episodes arrive in wall time. Work is counted in healthy step-seconds:
-/// ETTR = work / wall time.
+/// A training campaign over weeks: failures, stragglers and recovery, simulated as a merge of
+/// failure processes per trial (failure_models/trial.hpp states the model) and summarized over
+/// Monte Carlo trials. This file adds what needs the rest of the twin: the step simulation for
+/// the straggler and degraded-link states, the fabric's leaves and cables, and the outputs.
 
 #include <cstdint>
 #include <functional>
@@ -24,34 +12,15 @@
 
 #include "core/cancel.hpp"
 #include "failure_models/failures.hpp"
+#include "failure_models/trial.hpp"
 #include "twin/scenario.hpp"
 
 namespace twin::sim {
 
-struct CampaignInputs {
-  int nodes = 0, gpus = 0, gpus_per_node = 8, nics_per_node = 8, tiers = 3;
-  double work_s = 0;              ///< failure-free training time
-  double straggler_slowdown = 1;  ///< step time with one slow GPU / healthy step time
-  double checkpoint_bytes = 0;    ///< whole job (for storage-derived write and load times)
-  double host_copy_Bps = 63e9;    ///< GPU to host, per GPU (asynchronous snapshot)
-  int replicas = 1;               ///< data-parallel replicas (elastic mode drops them)
-  int leaves = 0;                 ///< leaf switches carrying the job
-  int nodes_per_leaf = 32;        ///< nodes whose NIC a leaf failure cuts
-  failures::FailureSpec failures;
-  failures::RecoverySpec recovery;
-  bool stragglers = true;  ///< false: the "remove the stragglers" what-if
-};
-
-struct TrialResult {
-  double wall_s = 0;
-  double ettr = 0;
-  int interruptions = 0;
-  std::map<std::string, int> by_cause;
-  std::map<std::string, double>
-      lost_gpu_hours;  ///< recomputation, restart, checkpointing, straggling
-  int spares_used = 0;
-  int checkpoints = 0;
-};
+using CampaignInputs = failures::TrialInputs;
+using TrialResult = failures::TrialResult;
+using failures::checkpoint_pause_s;
+using failures::job_failure_rate;
 
 struct CampaignEvent {
   int trial;
@@ -61,16 +30,18 @@ struct CampaignEvent {
   double progress = 0;  ///< fraction of the run's work done at that moment
 };
 
-/// One trial, deterministic in (seed, trial). With `cancel` set, throws core::Cancelled within a
-/// few thousand events of its cancellation.
+/// One trial, deterministic in (seed, trial); `events` collects its timeline. With `cancel` set,
+/// throws core::Cancelled within a few thousand events of its cancellation.
 TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t seed, int trial,
                       std::vector<CampaignEvent>* events = nullptr,
                       const core::CancelToken* cancel = nullptr);
 
-/// Job-level failure rate (failures per second, fleet-average, all causes incl. correlated).
-double job_failure_rate(const CampaignInputs& in);
-/// How long the job pauses per checkpoint (the C of Young/Daly).
-double checkpoint_pause_s(const CampaignInputs& in);
+/// Step time with n[k] cables of tier k (NIC-leaf, leaf-spine, spine-core) degraded to
+/// failures.degraded_link_factor, over `healthy_step_s`: the step simulation of the scenario with
+/// the first n[k] cables of each tier degraded (a fat tree's cables of one tier are alike up to
+/// the job's placement), cached by n. Thread-safe.
+std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Scenario& scenario,
+                                                                      double healthy_step_s);
 
 struct Percentiles {
   double p10 = 0, p50 = 0, p90 = 0, mean = 0;

@@ -218,6 +218,9 @@ void read_failures(MapReader r, failures::FailureSpec& f) {
   r.get("gc_period_s", f.gc_period_s);
   r.get("gc_drift_s_per_hour", f.gc_drift_s_per_hour);
   r.get("gc_sync_minutes", f.gc_sync_minutes);
+  r.get("degraded_link_rate_per_cable_day", f.degraded_link_rate_per_cable_day);
+  r.get("degraded_link_hours", f.degraded_link_hours);
+  r.get("degraded_link_factor", f.degraded_link_factor);
   r.get("sdc_detection_hours", f.sdc_detection_hours);
   r.get("leaf_switch_mtbf_hours", f.leaf_switch_mtbf_hours);
   r.get("power_domain_mtbf_hours", f.power_domain_mtbf_hours);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <H5Cpp.h>
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/text.hpp"
+#include "h5/writer.hpp"
 #include "topology/bom.hpp"
 #include "topology/fabric.hpp"
 #include "twin/campaign.hpp"
@@ -431,38 +431,24 @@ std::string sweep_results_json(const std::vector<PointResult>& results) {
 }
 
 struct SweepHdf5::Impl {
-  H5::H5File file;
+  explicit Impl(const std::string& path) : file(path, "sweep.h5", "--out") {}
+  h5::File file;
 };
 
-SweepHdf5::SweepHdf5(const std::string& path) : impl_(new Impl) {
-  try {
-    H5::Exception::dontPrint();
-    impl_->file = H5::H5File(path, H5F_ACC_TRUNC);
-  } catch (const H5::Exception& e) {
-    delete impl_;
-    throw detail::hdf5_create_error(path, e.getDetailMsg());
-  }
-}
+SweepHdf5::SweepHdf5(const std::string& path) : impl_(new Impl(path)) {}
 
 SweepHdf5::~SweepHdf5() {
   delete impl_;
 }
 
 void SweepHdf5::write(const PointResult& r) {
-  H5::Group g = impl_->file.createGroup(fmt::format("/point_{:05d}", r.index));
-  auto text = [&](const char* name, const std::string& value) {
-    H5::StrType type(H5::PredType::C_S1, std::max<std::size_t>(1, value.size()));
-    g.createAttribute(name, type, H5::DataSpace(H5S_SCALAR))
-        .write(type, value.empty() ? " " : value);
-  };
-  text("point", r.label);
-  text("status", r.status);
-  text("fingerprint", r.fingerprint);
-  text("reason", r.reason);
-  for (const auto& [k, v] : r.metrics)
-    g.createAttribute(k, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR))
-        .write(H5::PredType::NATIVE_DOUBLE, &v);
-  impl_->file.flush(H5F_SCOPE_GLOBAL);
+  h5::Group g = impl_->file.root().group(fmt::format("point_{:05d}", r.index));
+  g.attribute("point", r.label);
+  g.attribute("status", r.status);
+  g.attribute("fingerprint", r.fingerprint);
+  g.attribute("reason", r.reason);
+  for (const auto& [k, v] : r.metrics) g.attribute(k, v);
+  impl_->file.flush();
 }
 
 }  // namespace twin::sim

@@ -3,31 +3,26 @@
 // trial so a killed run keeps what it finished. Event kinds and causes are stored as codes with
 // their names in the root attributes event_kinds and event_causes.
 
-#include <H5Cpp.h>
-
 #include <string>
 #include <vector>
 
+#include "h5/writer.hpp"
 #include "twin/campaign.hpp"
 
 namespace twin::sim::detail {
 
 class CampaignHdf5 {
  public:
-  explicit CampaignHdf5(const std::string& path);
+  /// Throws core::Error naming --out `out_dir` when the file cannot be created.
+  explicit CampaignHdf5(const std::string& out_dir);
   ~CampaignHdf5();
   void trial(int i, const TrialResult& r, const std::vector<CampaignEvent>& events);
 
  private:
-  struct Table {
-    std::vector<H5::DataSet> columns;
-    hsize_t rows = 0;
-  };
-  Table make(const std::string& group, const std::vector<std::string>& names);
-  void append(Table& t, const std::vector<double>& row);
   static int code(std::vector<std::string>& list, const std::string& name);
-  H5::H5File file_;
-  Table trials_, events_;
+  h5::File file_;
+  h5::Group root_;
+  h5::Table trials_, events_;
   std::vector<std::string> kinds_, causes_;
 };
 
