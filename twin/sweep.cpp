@@ -16,7 +16,6 @@
 #include "topology/fabric.hpp"
 #include "twin/campaign.hpp"
 #include "twin/cost_model.hpp"
-#include "twin/detail/hdf5_error.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 #include "twin/yaml_reader.hpp"

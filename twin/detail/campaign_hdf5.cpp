@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "twin/detail/hdf5_error.hpp"
 
 namespace twin::sim::detail {
 
