@@ -84,10 +84,11 @@ Phase ring_phase(const topology::Fabric& fabric, const std::string& op,
 
 void require_whole_nodes(const GroupShape& s, const std::string& algorithm, bool multi_node) {
   if (!s.whole_nodes)
-    throw core::Error("algorithm", algorithm,
+    throw core::Error(core::Error::Kind::not_supported, "algorithm", algorithm,
                       "needs groups made of whole nodes (every GPU of each node in the group)");
   if (multi_node && s.nodes.size() < 2)
-    throw core::Error("algorithm", algorithm, "works across nodes; this group is inside one node");
+    throw core::Error(core::Error::Kind::not_supported, "algorithm", algorithm,
+                      "works across nodes; this group is inside one node");
 }
 
 Plan make_plan(const topology::Fabric& fabric, const std::string& op, const std::string& algo,
@@ -115,7 +116,7 @@ Plan make_plan(const topology::Fabric& fabric, const std::string& op, const std:
     for (const auto& group : groups) {
       if (shape_of(fabric, group).nodes.size() != 1)
         throw core::Error(
-            "algorithm", algo,
+            core::Error::Kind::not_supported, "algorithm", algo,
             "NVLS reduces inside one NVSwitch domain; across nodes use sharp, tree or ring");
       const double n = static_cast<double>(group.size());
       for (int g : group) {
@@ -226,7 +227,7 @@ Plan make_plan(const topology::Fabric& fabric, const std::string& op, const std:
     plan.phases.push_back(std::move(phase));
   } else {
     const auto valid = algorithms_for(op);
-    throw core::Error("algorithm", algo,
+    throw core::Error(core::Error::Kind::not_supported, "algorithm", algo,
                       fmt::format("not an algorithm for {}; valid: {}{}", op,
                                   core::quoted_list(valid), core::did_you_mean(algo, valid)));
   }
@@ -301,7 +302,7 @@ const calibrate::CollectiveCurve& CollectiveSimulator::curve(const std::string& 
                                                              double bytes) const {
   const calibrate::CollectiveCurve* c = profile_->find_curve(op, algorithm, scope, bytes);
   if (c == nullptr)
-    throw core::Error("profile", profile_->name,
+    throw core::Error(core::Error::Kind::not_calibrated, "profile", profile_->name,
                       fmt::format("no {} / {} / {} curve; fit one from nccl-tests logs "
                                   "(clustertwin calibrate fit) or choose another algorithm",
                                   op, algorithm, scope));
@@ -394,7 +395,8 @@ CollectiveResult CollectiveSimulator::run(const std::string& op, const std::stri
                           (r.measured_here == best->measured_here && r.time_s < best->time_s);
       if (better) best = std::move(r);
     } catch (const core::Error& e) {
-      if (e.field() == "algorithm" || e.field() == "profile") {
+      if (e.kind() == core::Error::Kind::not_supported ||
+          e.kind() == core::Error::Kind::not_calibrated) {
         reasons += fmt::format("\n  {}: {}", algo, e.reason());
         continue;  // not applicable to these groups, or not calibrated
       }
@@ -403,7 +405,7 @@ CollectiveResult CollectiveSimulator::run(const std::string& op, const std::stri
   }
   if (!best)
     throw core::Error(
-        "algorithm", "auto",
+        core::Error::Kind::not_supported, "algorithm", "auto",
         fmt::format("no algorithm for {} fits these groups with this profile:{}", op, reasons));
   return *best;
 }
