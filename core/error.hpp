@@ -13,9 +13,20 @@ namespace twin::core {
 
 class Error : public std::runtime_error {
  public:
+  /// What went wrong, for code that handles some errors and passes others on (instead of
+  /// matching field names).
+  enum class Kind {
+    input,           ///< a value the user gave is invalid (the default)
+    not_supported,   ///< valid, but this model or algorithm cannot do it for these inputs
+    not_calibrated,  ///< the hardware profile lacks the figure this needs
+    io,              ///< a file cannot be read or written
+  };
+
   /// `field` is a dotted path such as "fabric.tiers"; `value` is the offending value as text.
   Error(std::string field, std::string value, std::string reason, std::string file = {});
+  Error(Kind kind, std::string field, std::string value, std::string reason, std::string file = {});
 
+  [[nodiscard]] Kind kind() const { return kind_; }
   [[nodiscard]] const std::string& file() const { return file_; }
   [[nodiscard]] const std::string& field() const { return field_; }
   [[nodiscard]] const std::string& value() const { return value_; }
@@ -27,6 +38,7 @@ class Error : public std::runtime_error {
  private:
   static std::string format(const std::string& file, const std::string& field,
                             const std::string& value, const std::string& reason);
+  Kind kind_ = Kind::input;
   std::string file_, field_, value_, reason_;
 };
 

@@ -15,8 +15,8 @@ struct Context {
 
   [[noreturn]] void fail(const H5::Exception& e) const {
     const std::string reason = "cannot write " + what + ": " + e.getDetailMsg();
-    if (!field.empty()) throw core::Error(field, path, reason);
-    throw core::Error("", "", reason, path);
+    if (!field.empty()) throw core::Error(core::Error::Kind::io, field, path, reason);
+    throw core::Error(core::Error::Kind::io, "", "", reason, path);
   }
 };
 

@@ -91,10 +91,11 @@ Phase ring_phase(const topology::Fabric& fabric, CollectiveOp op,
 void require_whole_nodes(const GroupShape& s, Algorithm algorithm, bool multi_node) {
   const std::string name(to_text(algorithm));
   if (!s.whole_nodes)
-    throw core::Error("algorithm", name,
+    throw core::Error(core::Error::Kind::not_supported, "algorithm", name,
                       "needs groups made of whole nodes (every GPU of each node in the group)");
   if (multi_node && s.nodes.size() < 2)
-    throw core::Error("algorithm", name, "works across nodes; this group is inside one node");
+    throw core::Error(core::Error::Kind::not_supported, "algorithm", name,
+                      "works across nodes; this group is inside one node");
 }
 
 /// NVLS inside each node: every GPU moves bytes (G+1)/G up to and down from its NVSwitch.
@@ -133,7 +134,7 @@ Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
   if (std::find(valid.begin(), valid.end(), algo) == valid.end()) {
     const auto names = algorithm_names_for(op);
     throw core::Error(
-        "algorithm", std::string(to_text(algo)),
+        core::Error::Kind::not_supported, "algorithm", std::string(to_text(algo)),
         fmt::format("not an algorithm for {}; valid: {}", to_text(op), core::quoted_list(names)));
   }
   auto new_phase = [&](Algorithm a, Scope scope, const GroupShape& s, std::size_t ranks) {
@@ -155,7 +156,7 @@ Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
       // One GPU per node (where NCCL uses PAT): the ring's bytes per rank, log2(n) steps.
       for (const auto& group : groups)
         if (shape_of(fabric, group).nodes.size() != group.size())
-          throw core::Error("algorithm", "pat",
+          throw core::Error(core::Error::Kind::not_supported, "algorithm", "pat",
                             "NCCL uses PAT only with one GPU per node in the group");
       plan.phases.push_back(ring_phase(fabric, op, groups, bytes, Algorithm::pat));
       break;
@@ -165,7 +166,7 @@ Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
       for (const auto& group : groups) {
         if (shape_of(fabric, group).nodes.size() != 1)
           throw core::Error(
-              "algorithm", "nvls",
+              core::Error::Kind::not_supported, "algorithm", "nvls",
               "NVLS reduces inside one NVSwitch domain; across nodes use nvls_tree, sharp, tree "
               "or ring");
         add_nvls(phase.transfers, group, bytes);
@@ -346,7 +347,7 @@ const calibrate::CollectiveCurve& CollectiveSimulator::curve(const Phase& phase,
   const calibrate::CollectiveCurve* c = profile_->find_curve(
       op, algo, std::string(to_text(protocol)), scope, bytes, phase.scale.nodes);
   if (c == nullptr)
-    throw core::Error("profile", profile_->name,
+    throw core::Error(core::Error::Kind::not_calibrated, "profile", profile_->name,
                       fmt::format("no {} / {} / {} curve; fit one from nccl-tests logs "
                                   "(clustertwin calibrate fit) or choose another algorithm",
                                   op, algo, scope));
@@ -494,7 +495,7 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
     try {
       plan = plan_collective(*fabric_, op, algo, groups, bytes);
     } catch (const core::Error& e) {
-      if (e.field() != "algorithm" || choice.algorithm) throw;
+      if (e.kind() != core::Error::Kind::not_supported || choice.algorithm) throw;
       reasons += fmt::format("\n  {}: {}", to_text(algo), e.reason());
       continue;  // not applicable to these groups
     }
@@ -504,7 +505,7 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
         CollectiveResult r = run_plan(*plan, p);
         if (!best || r.time_s < best->time_s) best = std::move(r);
       } catch (const core::Error& e) {
-        if (e.field() != "profile") throw;
+        if (e.kind() != core::Error::Kind::not_calibrated) throw;
         reasons += fmt::format("\n  {}: {}", to_text(algo), e.reason());
         break;  // not calibrated
       }
@@ -513,7 +514,7 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
   if (!best) {
     const std::string what = to_text(choice);
     throw core::Error(
-        choice.protocol ? "protocol" : "algorithm", what,
+        core::Error::Kind::not_supported, choice.protocol ? "protocol" : "algorithm", what,
         fmt::format("nothing runs {} on these groups with profile '{}'{}", to_text(op),
                     profile_->name,
                     reasons.empty() ? std::string(": no protocol the profile defines fits")

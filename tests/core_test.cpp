@@ -29,6 +29,13 @@ TEST(Units, LineRateToBytes) {
   EXPECT_EQ(kGiB, 1073741824u);
 }
 
+TEST(Error, KindTravelsWithTheError) {
+  EXPECT_EQ(Error("fabric.tiers", "5", "must be 2 or 3").kind(), Error::Kind::input);
+  const Error e(Error::Kind::not_supported, "algorithm", "nvls", "one NVSwitch domain only");
+  EXPECT_EQ(e.in_file("a.yaml").kind(), Error::Kind::not_supported);
+  EXPECT_EQ(e.in_file("a.yaml").file(), "a.yaml");
+}
+
 TEST(Rng, SameSeedSameSequence) {
   Rng a(42), b(42), c(43);
   bool differs = false;

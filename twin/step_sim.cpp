@@ -320,7 +320,7 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
     try {
       res = net.run(op, scenario.algorithm_for(op), placed ? placement.map(groups) : groups, bytes);
     } catch (const core::Error& e) {
-      if (e.field() != "algorithm") throw;
+      if (e.kind() != core::Error::Kind::not_supported) throw;
       throw core::Error("collectives." + op, scenario.algorithm_for(op),
                         fmt::format("cannot run {} ({} groups of {} GPUs): {}", label,
                                     groups.size(), groups.front().size(), e.reason()),

@@ -32,9 +32,9 @@ interrupt campaign 3 \
   "$exe" campaign scenarios/small-3tier.yaml --trials 100000 --threads 2 --out "$work/campaign"
 [[ -s $work/campaign/campaign.h5 ]] || { echo "campaign: no campaign.h5"; status=1; }
 
-interrupt sweep 3 'interrupted: [0-9]+ of 400 points finished \(in .*sweep.csv' \
+interrupt sweep 1 'interrupted: [0-9]+ of 400 points finished \(in .*sweep.csv' \
   "$exe" sweep scenarios/small-3tier.yaml --vary training.tokens=1e9:4e11:1e9 --campaign \
-  --trials 20 --threads 2 --out "$work/sweep"
+  --trials 200 --threads 2 --out "$work/sweep"
 # Every row in sweep.csv is a finished point, and the message counted them.
 rows=$(($(wc -l <"$work/sweep/sweep.csv") - 1))
 if ! grep -q "interrupted: $rows of 400 points" "$work/sweep.err"; then
