@@ -50,7 +50,8 @@ QString short_stream(Stream s) {
   }
 }
 
-QString op_tip(const sim::TimelineOp& op, const QString& what) {
+QString op_tip(const workload::StepProgram& program, const sim::TimelineOp& op,
+               const QString& what) {
   QString tip = QString("stage %1: %2\n%3 - %4 (%5)")
                     .arg(op.stage)
                     .arg(what)
@@ -59,15 +60,51 @@ QString op_tip(const sim::TimelineOp& op, const QString& what) {
   if (op.compute_s > 0)
     tip += QString("\ncompute %1, TP %2, EP %3")
                .arg(duration_text(op.compute_s), duration_text(op.tp_s), duration_text(op.ep_s));
-  const QStringList kernels = kernel_lines(op);
+  const QStringList kernels = kernel_lines(program, op);
   if (!kernels.isEmpty()) tip += "\nkernels:\n  " + kernels.join("\n  ");
   return tip;
 }
 
 }  // namespace
 
-QStringList kernel_lines(const sim::TimelineOp&) {
-  return {};
+QStringList kernel_lines(const workload::StepProgram& program, const sim::TimelineOp& op) {
+  QStringList lines;
+  const auto stage = static_cast<std::size_t>(op.stage);
+  if (op.chunk < 0) {  // the optimizer step, or a communication op
+    if (op.name == "optimizer" && stage < program.optimizer.size())
+      for (const auto& k : program.optimizer[stage].kernels)
+        lines << QString("%1  %2  %3 (%4)")
+                     .arg(QString::fromStdString(k.name), QString::fromStdString(k.shape),
+                          duration_text(k.time_s), workload::to_string(k.limiter));
+    return lines;
+  }
+  if (stage >= program.chunks.size()) return lines;
+  const auto& chunks = program.chunks[stage];
+  const auto c = static_cast<std::size_t>(op.chunk);
+  if (c >= chunks.size()) return lines;
+  // Per block kind (layer, embedding, output layer): its kernels once, slowest first, the
+  // profiler's view of where one layer's time goes.
+  constexpr int kShown = 6;
+  for (const auto& block : chunks[c].blocks) {
+    std::vector<workload::Kernel> kernels = op.forward ? block.forward : block.backward;
+    if (!op.forward) kernels.insert(kernels.end(), block.recompute.begin(), block.recompute.end());
+    if (kernels.empty()) continue;
+    double total = 0;
+    for (const auto& k : kernels) total += k.time_s;
+    lines << QString("%1 x%2: %3 kernels, %4 each")
+                 .arg(QString::fromStdString(block.label))
+                 .arg(block.count)
+                 .arg(kernels.size())
+                 .arg(duration_text(total));
+    std::stable_sort(kernels.begin(), kernels.end(),
+                     [](const auto& a, const auto& b) { return a.time_s > b.time_s; });
+    for (std::size_t i = 0; i < kernels.size() && i < kShown; ++i)
+      lines << QString("  %1  %2  %3 (%4)")
+                   .arg(QString::fromStdString(kernels[i].name),
+                        QString::fromStdString(kernels[i].shape), duration_text(kernels[i].time_s),
+                        workload::to_string(kernels[i].limiter));
+  }
+  return lines;
 }
 
 StepView::StepView(QWidget* parent) : QWidget(parent) {
@@ -111,12 +148,13 @@ void StepView::layout_bars() {
     const auto& r = row[static_cast<std::size_t>(op.stage)];
     const QString name = QString::fromStdString(op.name);
     if (op.stream != "compute") {
-      bars_.push_back({r[3], op.start_s, op.end_s, stream_color(Stream::dp), op_tip(op, name)});
+      bars_.push_back({r[3], op.start_s, op.end_s, stream_color(Stream::dp),
+                       op_tip(report_.program, op, name)});
       continue;
     }
     if (op.name == "optimizer") {
       bars_.push_back({r[0], op.start_s, op.end_s, stream_color(Stream::optimizer),
-                       op_tip(op, "optimizer step")});
+                       op_tip(report_.program, op, "optimizer step")});
       continue;
     }
     const bool forward = !name.startsWith("B");
@@ -131,14 +169,14 @@ void StepView::layout_bars() {
                                 duration_text(op.p2p_end_s - op.p2p_start_s))});
     const double work = op.compute_s + op.tp_s + op.ep_s;
     if (work <= 0) {  // no split reported: the whole op on the compute track
-      bars_.push_back({r[0], op.start_s, op.end_s, compute, op_tip(op, what)});
+      bars_.push_back({r[0], op.start_s, op.end_s, compute, op_tip(report_.program, op, what)});
       continue;
     }
     // Layer groups of compute, then TP, then EP; whatever is left waited for DP/FSDP traffic.
     const double dur = op.end_s - op.start_s;
     const double k = std::min(1.0, dur / work);
     double t = op.start_s;
-    const QString tip = op_tip(op, what);
+    const QString tip = op_tip(report_.program, op, what);
     for (int g = 0; g < kLayerGroups; ++g) {
       const double c = op.compute_s * k / kLayerGroups, tp = op.tp_s * k / kLayerGroups,
                    ep = op.ep_s * k / kLayerGroups;

@@ -7,8 +7,8 @@
 //
 // TP and EP collectives run between the layers of each forward and backward; the report gives
 // their total per op, so the tracks show each op's compute, TP and EP time interleaved in four
-// layer groups. When the step report carries kernels, kernel_lines() is where they join the
-// tooltip.
+// layer groups. Hovering a compute op lists its kernels per block (slowest first) from the step
+// program, the profiler's view of one layer.
 
 #include <QStringList>
 #include <QWidget>
@@ -69,8 +69,9 @@ class StepView : public QWidget {
   double drag_t0_ = 0;
 };
 
-/// Lines describing the kernels of a timeline op, for its tooltip (none until the step report
-/// carries kernels).
-QStringList kernel_lines(const sim::TimelineOp& op);
+/// Lines describing the kernels of a timeline op, for its tooltip: per block of its chunk (layer,
+/// embedding, output layer) the kernel count and time, then the slowest kernels with shape, time
+/// and limiter; the optimizer's kernels for the optimizer op; none for communication.
+QStringList kernel_lines(const workload::StepProgram& program, const sim::TimelineOp& op);
 
 }  // namespace twin::gui

@@ -360,3 +360,34 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
+
+// Hovering a forward op lists its layer's kernels from the step program: the layer's block with
+// its kernel count, and its slowest kernel first (the profiler's view); communication has none.
+TEST(Gui, StepTooltipListsTheKernelsOfAnOp) {
+  const auto scenario = twin::sim::load_scenario((kScenarios + "small-3tier.yaml").toStdString());
+  const twin::sim::StepReport report = twin::sim::simulate_step(scenario);
+  const twin::sim::TimelineOp* forward = nullptr;
+  const twin::sim::TimelineOp* comm = nullptr;
+  for (const auto& op : report.timeline) {
+    if (!forward && op.stream == "compute" && op.forward && op.chunk >= 0) forward = &op;
+    if (!comm && op.stream == "comm") comm = &op;
+  }
+  ASSERT_NE(forward, nullptr);
+  const QStringList lines = twin::gui::kernel_lines(report.program, *forward);
+  ASSERT_FALSE(lines.isEmpty());
+  const auto& chunk = report.program.chunks[static_cast<std::size_t>(forward->stage)]
+                                           [static_cast<std::size_t>(forward->chunk)];
+  // One header per block with kernels, then at most six kernels each.
+  std::size_t expected = 0;
+  double slowest = 0;
+  for (const auto& block : chunk.blocks) {
+    if (block.forward.empty()) continue;
+    expected += 1 + std::min<std::size_t>(6, block.forward.size());
+    if (&block == &chunk.blocks.front())
+      for (const auto& k : block.forward) slowest = std::max(slowest, k.time_s);
+  }
+  EXPECT_EQ(static_cast<std::size_t>(lines.size()), expected);
+  EXPECT_TRUE(lines[0].startsWith(QString::fromStdString(chunk.blocks.front().label)));
+  EXPECT_TRUE(lines[1].contains(twin::gui::duration_text(slowest))) << lines[1].toStdString();
+  if (comm != nullptr) EXPECT_TRUE(twin::gui::kernel_lines(report.program, *comm).isEmpty());
+}
