@@ -1,6 +1,7 @@
 #include "gui/fabric_digest.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 
@@ -226,11 +227,15 @@ FabricDigest digest_fabric(const topology::Fabric& fabric, const std::vector<dou
   // Scalable units: consecutive nodes whose NICs land on the same leaves.
   const int nics = fabric.cluster().nics_per_node;
   for (int n = 0; n < d.nodes; ++n) {
-    int lo = fabric.leaf_of_nic(n * nics), hi = lo;
-    for (int r = 1; r < nics; ++r) {
-      lo = std::min(lo, fabric.leaf_of_nic(n * nics + r));
-      hi = std::max(hi, fabric.leaf_of_nic(n * nics + r));
+    // On an imported fabric an uncabled adapter has no leaf (-1): it belongs to no unit.
+    int lo = INT_MAX, hi = -1;
+    for (int r = 0; r < nics; ++r) {
+      const int leaf = fabric.leaf_of_nic(n * nics + r);
+      if (leaf < 0) continue;
+      lo = std::min(lo, leaf);
+      hi = std::max(hi, leaf);
     }
+    if (hi < 0) continue;
     if (d.units.empty() || d.units.back().first_leaf != lo || d.units.back().last_leaf != hi)
       d.units.push_back({g.pod_of_leaf(lo), lo, hi, 0});
     ++d.units.back().nodes;
