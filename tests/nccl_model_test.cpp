@@ -15,6 +15,13 @@
 namespace twin::netsim {
 namespace {
 
+/// A cluster of `nodes` reference HGX nodes (every other field at its default).
+topology::ClusterSpec cluster_of(int nodes) {
+  topology::ClusterSpec c;
+  c.nodes = nodes;
+  return c;
+}
+
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 const calibrate::Profile& h100() {
@@ -107,7 +114,7 @@ struct Two {
   std::unique_ptr<CollectiveSimulator> sim;
   /// `ll_vs_simple`: without LL's bandwidth cap and without LL128, so that Ring has exactly two
   /// protocols to choose from.
-  explicit Two(bool ll_vs_simple) : fabric(topology::ClusterSpec{2}, topology::FabricSpec{}) {
+  explicit Two(bool ll_vs_simple) : fabric(cluster_of(2), topology::FabricSpec{}) {
     if (ll_vs_simple) {
       profile.nccl->ll_max_busbw_GBps = {1e9, 1e9, 1e9};
       profile.nccl->base_latency_us["ring"].erase("ll128");
@@ -152,7 +159,7 @@ TEST(NcclModel, AutoPicksNvlsTreeOnTwoH100NodesAndRingAtScale) {
   // On 2 nodes NVLSTree sends each NIC half a ring's bytes; at 16 nodes its trees carry twice
   // what a ring does per NIC and the ring wins (as NCCL's bwInter/2 says).
   auto pick = [](int nodes) {
-    const topology::Fabric f(topology::ClusterSpec{nodes}, topology::FabricSpec{});
+    const topology::Fabric f(cluster_of(nodes), topology::FabricSpec{});
     CollectiveSimulator sim(f, nullptr, h100(), make_engine("native"));
     std::vector<int> all(static_cast<std::size_t>(8 * nodes));
     for (int i = 0; i < 8 * nodes; ++i) all[static_cast<std::size_t>(i)] = i;
@@ -175,7 +182,7 @@ TEST(NcclModel, BadTablesAndMissingProtocolsAreClearErrors) {
   none.nccl.reset();
   EXPECT_THROW(NcclModel{none}, core::Error);
   // A protocol the profile lacks: NVLS has no LL cell.
-  const topology::Fabric f(topology::ClusterSpec{1}, topology::FabricSpec{});
+  const topology::Fabric f(cluster_of(1), topology::FabricSpec{});
   CollectiveSimulator sim(f, nullptr, h100(), make_engine("native"));
   try {
     sim.run("all_reduce", "nvls/ll", {{0, 1, 2, 3, 4, 5, 6, 7}}, kGiB);
