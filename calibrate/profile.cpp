@@ -274,6 +274,8 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
   } catch (const json::parse_error& e) {
     throw core::Error("", "", fmt::format("malformed JSON at byte {}: {}", e.byte, e.what()),
                       source);
+  } catch (const json::exception& e) {  // e.g. a number too large for a double (1e8609)
+    throw core::Error("", "", fmt::format("unreadable JSON: {}", e.what()), source);
   }
   ObjectReader top(j, "", source);
   Profile p;

@@ -238,6 +238,9 @@ TEST(Profile, BadProfilesNameTheField) {
   EXPECT_EQ(e.file(), "p.json");
   EXPECT_NE(e.field().find("gpu.peak_tflops"), std::string::npos) << e.what();
   EXPECT_THROW(parse_profile("{", "p.json"), core::Error);
+  // A number past the range of a double is an error with the file, not an escaping exception.
+  const auto overflow = error_of([] { parse_profile(R"({"version": 1e8609})", "p.json"); });
+  EXPECT_EQ(overflow.file(), "p.json");
   std::string bad_eff = text;
   bad_eff.replace(bad_eff.find("\"payload_efficiency\": {\n      \"value\": 0.95"),
                   std::string("\"payload_efficiency\": {\n      \"value\": 0.95").size(),
