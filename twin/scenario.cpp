@@ -111,6 +111,7 @@ void read_parallelism(MapReader r, workload::ParallelismSpec& p) {
   r.get("pp", p.pp);
   r.get("dp", p.dp);
   r.get("ep", p.ep);
+  r.get("expert_tp", p.expert_tp);
   r.get("zero", p.zero);
   r.get("hsdp_shard", p.hsdp_shard);
   r.get("cp", p.cp);
@@ -535,6 +536,7 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "parallelism" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "tp" << YAML::Value << p.tp << YAML::Key << "pp" << YAML::Value << p.pp;
     out << YAML::Key << "dp" << YAML::Value << p.dp << YAML::Key << "ep" << YAML::Value << p.ep;
+    if (p.expert_tp > 0) out << YAML::Key << "expert_tp" << YAML::Value << p.expert_tp;
     out << YAML::Key << "zero" << YAML::Value << p.zero;
     out << YAML::Key << "hsdp_shard" << YAML::Value << p.hsdp_shard;
     if (p.virtual_stages == 0)

@@ -277,8 +277,8 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
   const calibrate::Profile profile = calibrate::load_profile(scenario.cluster.gpu);
   // Ranks to GPUs: the identity on a whole generated cluster; on an imported fabric or with
   // drained nodes, the usable hosts in fabric order (topology/placement.hpp).
-  Layout layout = workload::make_layout(
-      model, p, t, topology::job_ranks(fabric, p.tp * p.cp, p.pp, p.dp));
+  Layout layout =
+      workload::make_layout(model, p, t, topology::job_ranks(fabric, p.tp * p.cp, p.pp, p.dp));
   const topology::Placement placement = topology::place_job(fabric, layout.gpus);
   const bool placed = !placement.identity();
   const workload::KernelCoster coster = [&] {
@@ -371,7 +371,7 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
       }
       if (layout.ep > 1) {
         // An EP group spans ep replicas: in per-rank mode count its traffic for the first one.
-        const auto groups = mine(layout.dp_groups(s, layout.ep));
+        const auto groups = mine(layout.ep_groups(s));
         const bool first =
             replica < 0 || (groups.front().front() / layout.tp) % layout.dp == replica;
         comm[s].ep_s = collective(fmt::format("EP alltoall s{}", s), "alltoall", groups, ep_bytes,
@@ -420,10 +420,9 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
             comm[s].param_gather_s +=
                 collective(fmt::format("DP param all_gather s{} c{}", s, c), "all_gather",
                            layout.dp_groups(s, layout.dp), dense_bytes, once);
-          if (expert_bytes > 0 && layout.dp / layout.ep > 1)
+          if (expert_bytes > 0 && layout.expert_dp() > 1)
             dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
-                             layout.dp_groups(s, layout.dp / layout.ep, layout.ep), expert_bytes,
-                             once);
+                             layout.expert_dp_groups(s), expert_bytes, once);
         }
         comm[s].dp_sync_s.push_back(dp);
         comm[s].fsdp_gather_s.push_back(gather);

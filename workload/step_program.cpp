@@ -194,14 +194,19 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   bb.memory("router softmax + top-k", x.T * m.experts * 4.0 * 2, x.T * m.experts * 4.0 * 2, 1);
   const double routed = x.T * m.top_k;
   bb.memory("token permute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
+  // Each rank dispatches its T / tp sequence-parallel tokens over the EP group; an expert-TP
+  // group of etp ranks shares (all-gathers) its tokens: T k etp / tp routed tokens reach this
+  // rank's E / ep experts, each split over etp (with etp = tp: T k tokens, f_e / tp).
   const double local = static_cast<double>(m.experts) / layout.ep;
-  const double per_expert = routed * m.capacity_factor / local;
-  bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / x.tp, x.h, local);
+  const double etp = layout.etp;
+  const double arriving = routed * etp / x.tp * m.capacity_factor;
+  const double per_expert = arriving / local;
+  bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / etp, x.h, local);
   if (x.gelu)
-    bb.elementwise("expert bias-gelu", routed * m.capacity_factor * x.fe / x.tp, 2, 4, 2);
+    bb.elementwise("expert bias-gelu", arriving * x.fe / etp, 2, 4, 2);
   else
-    bb.elementwise("expert swiglu", routed * m.capacity_factor * x.fe / x.tp, 3, 5, 2);
-  bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / x.tp, local);
+    bb.elementwise("expert swiglu", arriving * x.fe / etp, 3, 5, 2);
+  bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / etp, local);
   bb.memory("token unpermute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
   if (m.shared_experts > 0) {
     bb.gemm("shared expert fc1", x.T, x.up * x.fe * m.shared_experts / x.tp, x.h);
@@ -251,7 +256,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     } else {
       moe_mlp(bb, x, model, layout);
       const double local = static_cast<double>(model.experts) / layout.ep;
-      const double expert = count * local * model.expert_params() / x.tp;
+      const double expert = count * local * model.expert_params() / layout.etp;
       c.params += count *
                       (model.attention_params() + model.shared_experts * model.expert_params() +
                        x.h * model.experts) /
