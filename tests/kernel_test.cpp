@@ -175,6 +175,50 @@ TEST(Pipeline, AutoStageLayersRunsLlama405bOn16Stages) {
   EXPECT_EQ(r.stage_layers.back(), 7);  // the output layer of a 128K vocabulary is worth ~1
 }
 
+TEST(Pipeline, PlainOneFOneBSendsBlockTheSendingStage) {
+  // Two stages, no interleaving: each forward of stage 0 hands its activation over with a
+  // blocking send, so stage 0's next op starts no earlier than that transfer's end (which is
+  // when stage 1's forward of the same micro-batch may start).
+  const sim::StepReport r = sim::simulate_step(sim::load_scenario(
+      "", {"cluster.nodes=2", "model.preset=llama3-8b", "parallelism.tp=8", "parallelism.pp=2",
+           "parallelism.dp=1", "parallelism.virtual_stages=1", "training.global_batch=8"}));
+  std::vector<const sim::TimelineOp*> stage0;
+  std::vector<double> arrives(8, -1.0);
+  for (const auto& op : r.timeline) {
+    if (op.stream != "compute" || op.micro_batch < 0) continue;
+    if (op.stage == 0) stage0.push_back(&op);
+    if (op.stage == 1 && op.forward)
+      arrives[static_cast<std::size_t>(op.micro_batch)] = op.p2p_end_s;
+  }
+  int checked = 0;
+  for (std::size_t i = 0; i + 1 < stage0.size(); ++i) {
+    if (!stage0[i]->forward) continue;
+    const double arrival = arrives[static_cast<std::size_t>(stage0[i]->micro_batch)];
+    ASSERT_GT(arrival, stage0[i]->end_s);  // the transfer takes time
+    EXPECT_GE(stage0[i + 1]->start_s, arrival - 1e-12);
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
+TEST(Pipeline, FullRecomputeReissuesTheForwardTpCollectives) {
+  const ModelSpec m = small_model();
+  ParallelismSpec p;
+  p.tp = 2;
+  p.pp = 1;
+  p.dp = 4;
+  TrainingSpec t;
+  t.global_batch = 8;
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "bf16");
+  for (const char* recompute : {"none", "selective", "full"}) {
+    p.recompute = recompute;
+    const ChunkProgram prog = chunk_program(m, p, t, make_layout(m, p, t, 8), c, 0, 0);
+    EXPECT_EQ(prog.tp_collectives, 2 * m.layers);  // two slots per layer and direction
+    EXPECT_EQ(prog.recompute_tp_collectives, p.recompute == "full" ? 2 * m.layers : 0);
+  }
+}
+
 TEST(ContextParallel, RingAttentionExchangesKvBlocks) {
   // cp = 2, tp = 1: each rank holds T = s / 2 tokens and sends its K and V blocks,
   // 2 x T x h_kv x 2 bytes, once per layer forward (cp - 1 steps) around the ring.

@@ -302,6 +302,10 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     c.kernels_per_microbatch +=
         b.count * static_cast<int>(b.forward.size() + b.backward.size() + b.recompute.size());
   }
+  // Full recompute reruns each layer's forward, TP all-reduces (all-gathers, reduce-scatters)
+  // included (Megatron's checkpointed forward); selective recompute only reruns the attention
+  // core, which has none.
+  if (p.recompute == "full") c.recompute_tp_collectives = c.tp_collectives;
   c.tp_bytes = x.T * x.h * 2.0;
   c.ep_bytes = model.moe() ? x.T / x.tp * model.top_k * model.capacity_factor * x.h * 2.0 : 0.0;
   c.cp_bytes = 2.0 * x.T * x.kv / x.tp * 2.0;
