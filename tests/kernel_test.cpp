@@ -219,6 +219,55 @@ TEST(Pipeline, FullRecomputeReissuesTheForwardTpCollectives) {
   }
 }
 
+ModelSpec deepseek_v3_attention() {
+  ModelSpec m = small_model();  // llama3-8b's layers, DeepSeek-V3's attention
+  m.hidden = 7168;
+  m.heads = 128;
+  m.kv_heads = 128;
+  m.head_dim = 128;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  m.seq_len = 4096;
+  return m;
+}
+
+TEST(Mla, ParametersAndScoreFlopsOfDeepSeekV3Attention) {
+  // q: 7168 x 1536 + 1536 x 128 x 192; kv: 7168 x (512 + 64) + 512 x 128 x (128 + 128);
+  // out: 128 x 128 x 7168 = 187,105,280 parameters per layer.
+  const ModelSpec m = deepseek_v3_attention();
+  EXPECT_DOUBLE_EQ(m.attention_params(), 187105280.0);
+  // Scores: 2 T s a (192 + 128) per layer, full square.
+  EXPECT_DOUBLE_EQ(m.attention_score_flops(1), m.layers * 2.0 * 4096 * 4096 * 128 * (192 + 128));
+  // The flash kernel computes the causal half of that forward for its local heads.
+  ParallelismSpec p;
+  p.tp = 2;
+  p.pp = 1;
+  p.dp = 4;
+  TrainingSpec t;
+  t.global_batch = 8;
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "bf16");
+  const ChunkProgram prog = chunk_program(m, p, t, make_layout(m, p, t, 8), c, 0, 0);
+  bool found = false;
+  for (const auto& b : prog.blocks)
+    for (const auto& k : b.forward)
+      if (k.name == "flash attention fwd") {
+        EXPECT_DOUBLE_EQ(k.flops, 2.0 * 64 * 4096 * 4096 * (192 + 128) * 0.5);
+        EXPECT_EQ(k.shape, "64x(s 4096x4096, d 192/128)");
+        found = true;
+      }
+  EXPECT_TRUE(found);
+  // MLA fields without a latent, or with grouped KV heads, name the field.
+  ModelSpec bad = small_model();
+  bad.v_head_dim = 128;
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.kv_lora_rank");
+  bad = deepseek_v3_attention();
+  bad.kv_heads = 8;
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.kv_heads");
+}
+
 TEST(ContextParallel, RingAttentionExchangesKvBlocks) {
   // cp = 2, tp = 1: each rank holds T = s / 2 tokens and sends its K and V blocks,
   // 2 x T x h_kv x 2 bytes, once per layer forward (cp - 1 steps) around the ring.

@@ -93,6 +93,10 @@ void read_model(MapReader r, workload::ModelSpec& m) {
   r.get("kv_heads", m.kv_heads);
   if (m.kv_heads == 0) m.kv_heads = m.heads;
   r.get("head_dim", m.head_dim);
+  r.get("q_lora_rank", m.q_lora_rank);
+  r.get("kv_lora_rank", m.kv_lora_rank);
+  r.get("qk_rope_head_dim", m.qk_rope_head_dim);
+  r.get("v_head_dim", m.v_head_dim);
   r.get("ffn_hidden", m.ffn_hidden);
   r.get("vocab", m.vocab);
   r.get("seq_len", m.seq_len);
@@ -521,6 +525,12 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "heads" << YAML::Value << m.heads;
     out << YAML::Key << "kv_heads" << YAML::Value << m.kv_heads;
     out << YAML::Key << "head_dim" << YAML::Value << m.head_dim;
+    if (m.mla()) {  // multi-head latent attention only
+      out << YAML::Key << "q_lora_rank" << YAML::Value << m.q_lora_rank;
+      out << YAML::Key << "kv_lora_rank" << YAML::Value << m.kv_lora_rank;
+      out << YAML::Key << "qk_rope_head_dim" << YAML::Value << m.qk_rope_head_dim;
+      out << YAML::Key << "v_head_dim" << YAML::Value << m.v_head_dim;
+    }
     out << YAML::Key << "ffn_hidden" << YAML::Value << m.ffn_hidden;
     out << YAML::Key << "vocab" << YAML::Value << m.vocab;
     out << YAML::Key << "seq_len" << YAML::Value << m.seq_len;
