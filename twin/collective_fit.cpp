@@ -59,13 +59,7 @@ Observations observe(const Scenario& scenario, const std::vector<calibrate::Nccl
   Observations out;
   const netsim::NcclModel model(picker);
   for (const auto& log : logs) {
-    const int nodes = options.nodes > 0 ? options.nodes : log.nodes;
-    const int gpn = options.gpus_per_node > 0 ? options.gpus_per_node : log.gpus_per_node;
-    if (nodes <= 0 || gpn <= 0)
-      throw core::Error("scale", "",
-                        "the log does not say how many nodes and GPUs per node it ran on (no "
-                        "'# Using devices' block); give --nodes and --gpus-per-node",
-                        log.source);
+    const auto [nodes, gpn] = calibrate::log_scale(log, options);
     const Scenario s = resized(scenario, nodes, gpn);
     const topology::Fabric fabric(s.cluster, s.fabric);
     netsim::CollectiveSimulator sim(fabric, nullptr, picker, netsim::make_engine("native"));
@@ -164,8 +158,7 @@ double latency_misfit(const Scenario& scenario, const std::vector<calibrate::Ncc
   const netsim::Choice choice =
       netsim::parse_choice(options.algorithm.empty() ? "auto" : options.algorithm, "--algo");
   for (const auto& log : logs) {
-    const int nodes = options.nodes > 0 ? options.nodes : log.nodes;
-    const int gpn = options.gpus_per_node > 0 ? options.gpus_per_node : log.gpus_per_node;
+    const auto [nodes, gpn] = calibrate::log_scale(log, options);
     if ((nodes > 1) != network) continue;
     const Scenario sc = resized(scenario, nodes, gpn);
     const topology::Fabric fabric(sc.cluster, sc.fabric);

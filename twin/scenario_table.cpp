@@ -29,31 +29,6 @@ using workload::TrainingSpec;
 constexpr double kMaxTokens = 1e18;
 constexpr double kMaxCount = 1 << 20;
 
-FieldBounds positive() {
-  FieldBounds b;
-  b.min = 0;
-  b.min_exclusive = true;
-  return b;
-}
-FieldBounds at_least(double min) {
-  FieldBounds b;
-  b.min = min;
-  return b;
-}
-FieldBounds between(double min, double max) {
-  FieldBounds b;
-  b.min = min;
-  b.max = max;
-  return b;
-}
-FieldBounds one_of(std::vector<std::string> choices, std::string why = {}) {
-  FieldBounds b;
-  b.choices = std::move(choices);
-  b.why = std::move(why);
-  return b;
-}
-const FieldBounds kAny{};
-
 void top_level(std::vector<Entry>& t) {
   t.push_back(with_default(plain("schema_version", at(&Scenario::schema_version), "", between(1, 1),
                                  "Version of this schema; required (this build reads 1)"),

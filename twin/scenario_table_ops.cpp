@@ -17,26 +17,6 @@ namespace {
 using failures::FailureSpec;
 using failures::RecoverySpec;
 
-FieldBounds at_least(double min, std::string why = {}) {
-  FieldBounds b;
-  b.min = min;
-  b.why = std::move(why);
-  return b;
-}
-FieldBounds positive(std::string why = {}) {
-  FieldBounds b = at_least(0, std::move(why));
-  b.min_exclusive = true;
-  return b;
-}
-FieldBounds between(double min, double max, bool min_exclusive = false) {
-  FieldBounds b;
-  b.min = min;
-  b.max = max;
-  b.min_exclusive = min_exclusive;
-  return b;
-}
-const FieldBounds kAny{};
-
 void perturbations(std::vector<Entry>& t) {
   t.push_back(plain("perturbations.slow_gpu.gpu", at(&Scenario::slow_gpu), "",
                     at_least(-1, "-1: none"), "A straggler GPU by global index (-1: none)"));

@@ -66,6 +66,33 @@ inline Entry with_default(Entry e, std::string text) {
   return e;
 }
 
+// Bounds of one field, with `why` said after a broken rule.
+inline FieldBounds at_least(double min, std::string why = {}) {
+  FieldBounds b;
+  b.min = min;
+  b.why = std::move(why);
+  return b;
+}
+inline FieldBounds positive(std::string why = {}) {
+  FieldBounds b = at_least(0, std::move(why));
+  b.min_exclusive = true;
+  return b;
+}
+inline FieldBounds between(double min, double max, bool min_exclusive = false) {
+  FieldBounds b;
+  b.min = min;
+  b.max = max;
+  b.min_exclusive = min_exclusive;
+  return b;
+}
+inline FieldBounds one_of(std::vector<std::string> choices, std::string why = {}) {
+  FieldBounds b;
+  b.choices = std::move(choices);
+  b.why = std::move(why);
+  return b;
+}
+inline const FieldBounds kAny{};
+
 /// A number as the schema writes it: the shortest text that reads back to the same double.
 std::string number_text(double v);
 
