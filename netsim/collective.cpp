@@ -128,6 +128,10 @@ void add_double_tree(std::vector<Transfer>& out, const GroupShape& s, int per, d
     }
 }
 
+void check_size(double bytes) {
+  if (!(bytes > 0)) throw core::Error("size", fmt::format("{}", bytes), "must be positive");
+}
+
 /// Identical phases (same transfers, bytes relative to the collective's size) share a solve.
 std::uint64_t signature_of(const Phase& phase, double bytes) {
   std::uint64_t key = core::hash_combine(0xC011, phase.transfers.size());
@@ -323,7 +327,7 @@ std::string to_text(const Choice& c) {
 
 Plan plan_collective(const topology::Fabric& fabric, CollectiveOp op, Algorithm algorithm,
                      const std::vector<std::vector<int>>& groups, double bytes) {
-  if (!(bytes > 0)) throw core::Error("size", fmt::format("{}", bytes), "must be positive");
+  check_size(bytes);
   if (groups.empty()) throw core::Error("groups", "", "no group to run the collective on");
   std::set<int> seen;
   for (const auto& group : groups) {
@@ -445,12 +449,12 @@ const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase&
   return phase_cache_[key] = std::move(solved);
 }
 
-CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protocol) {
+CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protocol, double bytes) {
   CollectiveResult result;
   result.op = plan.op;
   result.algorithm = plan.algorithm;
   result.protocol = protocol;
-  result.bytes = plan.bytes;
+  result.bytes = bytes;
   result.ranks = plan.ranks;
   result.measured_here = true;
   if (model_ && !model_->available(plan.algorithm, protocol))
@@ -462,15 +466,15 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
                       fmt::format("profile '{}' has no NCCL tables: Simple only", profile_->name));
   const int per = fabric_->cluster().gpus_per_node;
   for (const Phase& phase : plan.phases) {
-    const auto& c = curve(phase, protocol, plan.bytes);
+    const auto& c = curve(phase, protocol, bytes);
     result.measured_here = result.measured_here && c.nodes == plan.nodes &&
-                           c.gpus_per_node == per && c.max_bytes > 0 && plan.bytes >= c.min_bytes &&
-                           plan.bytes <= c.max_bytes;
-    const Solved& solved = solve_phase(phase, plan.bytes);
-    const double flow_s = solved.makespan_per_byte * plan.bytes;
+                           c.gpus_per_node == per && c.max_bytes > 0 && bytes >= c.min_bytes &&
+                           bytes <= c.max_bytes;
+    const Solved& solved = solve_phase(phase, plan.bytes);  // per byte of the plan's size
+    const double flow_s = solved.makespan_per_byte * bytes;
     if (result.link_bytes.empty()) result.link_bytes.assign(solved.link_bytes_per_byte.size(), 0.0);
     for (std::size_t i = 0; i < solved.link_bytes_per_byte.size(); ++i)
-      result.link_bytes[i] += solved.link_bytes_per_byte[i] * plan.bytes;
+      result.link_bytes[i] += solved.link_bytes_per_byte[i] * bytes;
     result.phase_flow_s.push_back(flow_s);
 
     double latency_us = c.latency_us.value, efficiency = c.efficiency.value;
@@ -478,7 +482,7 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
     if (model_) {
       // The phase's own op and scale: hierarchical's phases are rings of their own groups.
       const bool own_protocol = c.protocol == to_text(protocol);
-      latency_us = model_->latency_us(phase.op, phase.algorithm, protocol, phase.scale, plan.bytes);
+      latency_us = model_->latency_us(phase.op, phase.algorithm, protocol, phase.scale, bytes);
       if (own_protocol && c.nodes > 0 && !c.latency_us.source.empty()) {
         // A fitted latency at its scale, moved here by the model's steps x hops.
         GroupScale there = phase.scale;
@@ -487,17 +491,17 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
         there.ranks = static_cast<int>(std::lround(ranks_per_node * c.nodes));
         if (ranks_per_node == per) there.ranks = c.nodes * c.gpus_per_node;
         latency_us += c.latency_us.value -
-                      model_->latency_us(phase.op, phase.algorithm, protocol, there, plan.bytes);
+                      model_->latency_us(phase.op, phase.algorithm, protocol, there, bytes);
         latency_us = std::max(latency_us, 0.0);
       }
       // Curves hold the path's efficiency; the protocol's fraction is the model's.
-      efficiency *= model_->bandwidth_fraction(phase.algorithm, protocol, plan.bytes);
+      efficiency *= model_->bandwidth_fraction(phase.algorithm, protocol, bytes);
       const double cap_GBps =
           model_->max_busbw_GBps(phase.op, phase.algorithm, protocol, phase.scale);
       transfer_s = flow_s / efficiency;
       if (std::isfinite(cap_GBps))
-        transfer_s = std::max(
-            transfer_s, plan.bytes * busbw_factor(phase.op, phase.scale.ranks) / (cap_GBps * 1e9));
+        transfer_s = std::max(transfer_s,
+                              bytes * busbw_factor(phase.op, phase.scale.ranks) / (cap_GBps * 1e9));
     } else {
       transfer_s = flow_s / efficiency;
     }
@@ -505,9 +509,21 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
     result.time_s += latency_us * 1e-6 + transfer_s;
     result.flows += phase.transfers.size();
   }
-  result.algbw_GBps = plan.bytes / result.time_s / 1e9;
+  result.algbw_GBps = bytes / result.time_s / 1e9;
   result.busbw_GBps = result.algbw_GBps * busbw_factor(plan.op, plan.ranks);
   return result;
+}
+
+const Plan& CollectiveSimulator::plan_for(CollectiveOp op, Algorithm algorithm,
+                                          const std::vector<std::vector<int>>& groups,
+                                          double bytes) {
+  check_size(bytes);
+  const auto key = std::make_pair(op, algorithm);
+  if (auto it = plans_.find(key); it != plans_.end() && it->second.groups == groups)
+    return it->second.plan;
+  Plan plan = plan_collective(*fabric_, op, algorithm, groups, bytes);
+  plans_.erase(key);
+  return plans_.emplace(key, Planned{groups, std::move(plan)}).first->second.plan;
 }
 
 CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
@@ -521,8 +537,7 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
       if (model_ ? true : p == Protocol::simple) protocols.push_back(p);
   }
   if (choice.algorithm && choice.protocol)
-    return run_plan(plan_collective(*fabric_, op, *choice.algorithm, groups, bytes),
-                    *choice.protocol);
+    return run_plan(plan_for(op, *choice.algorithm, groups, bytes), *choice.protocol, bytes);
   std::vector<Algorithm> algorithms;
   if (choice.algorithm)
     algorithms = {*choice.algorithm};
@@ -536,9 +551,9 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
     // (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL=2): where it applies, NCCL runs it and pairwise
     // (PXN disabled) is only what a user forces.
     if (algo == Algorithm::pairwise && pxn_applies) continue;
-    std::optional<Plan> plan;
+    const Plan* plan = nullptr;
     try {
-      plan = plan_collective(*fabric_, op, algo, groups, bytes);
+      plan = &plan_for(op, algo, groups, bytes);
     } catch (const core::Error& e) {
       if (e.kind() != core::Error::Kind::not_supported || choice.algorithm) throw;
       reasons += fmt::format("\n  {}: {}", to_text(algo), e.reason());
@@ -548,7 +563,7 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
     for (Protocol p : protocols) {
       if (model_ && !model_->available(algo, p)) continue;
       try {
-        CollectiveResult r = run_plan(*plan, p);
+        CollectiveResult r = run_plan(*plan, p, bytes);
         if (!best || r.time_s < best->time_s) best = std::move(r);
       } catch (const core::Error& e) {
         if (e.kind() != core::Error::Kind::not_calibrated) throw;
