@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/text.hpp"
-#include "netsim/single_level.hpp"
+#include "netsim/closed_form.hpp"
 
 namespace twin::netsim {
 namespace {
@@ -412,11 +412,14 @@ const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase&
     flow_bytes[i] = t.bytes;
     weight[i] = t.members;
   }
-  // The native engine's answer in closed form when the phase settles in one round (symmetric
-  // patterns: netsim/single_level.hpp); otherwise, and always for SimGrid, the engine runs.
+  // The native engine's answer in closed form when the phase settles in one round or its rates
+  // never change (symmetric patterns: netsim/closed_form.hpp); otherwise, and always for
+  // SimGrid, the engine runs.
   std::optional<SingleLevelResult> closed;
-  if (engine_->name() == "native")
+  if (engine_->name() == "native") {
     closed = solve_single_level(routes, flow_bytes, weight, capacity_);
+    if (!closed) closed = solve_fixed_allocation(routes, flow_bytes, weight, capacity_);
+  }
   double makespan_s = 0;
   if (closed) {
     makespan_s = closed->makespan_s;

@@ -8,10 +8,10 @@
 #include "calibrate/profile.hpp"
 #include "core/error.hpp"
 #include "fabric_fixtures.hpp"
+#include "netsim/closed_form.hpp"
 #include "netsim/collective.hpp"
 #include "netsim/engine.hpp"
 #include "netsim/native_engine.hpp"
-#include "netsim/single_level.hpp"
 #include "topology/fabric_state.hpp"
 
 namespace twin::netsim {
@@ -269,6 +269,51 @@ TEST(WeightedFlows, SimgridRunsAWeightedFlowAsItsMembers) {
   set.flows.back().weight = 1.5;
   EXPECT_THROW(make_engine("simgrid")->run(set, capacity), core::Error);
 }
+
+class FixedAllocation : public ::testing::TestWithParam<std::tuple<RoutingMode, double>> {};
+
+TEST_P(FixedAllocation, ReproducesTheEngineOnAnAllToAllWithSeveralLevels) {
+  const auto [mode, oversubscription] = GetParam();
+  const topology::Fabric f = test::small_three_tier(mode, oversubscription);
+  const topology::Router router(f);
+  const Plan plan = plan_collective(f, CollectiveOp::alltoall, Algorithm::pxn, {all_gpus(f)}, kGiB);
+  const FlowSet set = flows_of(router, plan.phases[0].transfers);
+  const auto capacity = link_capacities(f);
+  const FlowResult engine = NativeEngine().run(set, capacity);
+  const Table t(set);
+  const auto fixed = solve_fixed_allocation(t.routes, t.bytes, t.weight, capacity);
+  ASSERT_TRUE(fixed.has_value());
+  EXPECT_NEAR(fixed->makespan_s, engine.makespan_s, 1e-12 * engine.makespan_s);
+  for (std::size_t l = 0; l < capacity.size(); ++l)
+    ASSERT_NEAR(fixed->link_bytes[l], engine.link_bytes[l], 1e-9 * kGiB) << "link " << l;
+}
+
+TEST(FixedAllocation, AcceptsLevelsThatNeverChangeAndDeclinesOnesThatDo) {
+  // X on link 0 (1 B/s); Y on links 0 and 1 (0.25 B/s): Y is held at 0.25 by link 1, X takes
+  // 0.75. X ends first (1 B: t = 4/3) without crossing link 1, so Y keeps its rate: t = 4.
+  FlowSet kept;
+  kept.flows.push_back(flow_on({0}, 1));
+  kept.flows.push_back(flow_on({0, 1}, 1));
+  const Table k(kept);
+  const auto r = solve_fixed_allocation(k.routes, k.bytes, k.weight, {1, 0.25});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_DOUBLE_EQ(r->makespan_s, 4.0);
+  EXPECT_DOUBLE_EQ(r->makespan_s, NativeEngine().run(kept, {1, 0.25}).makespan_s);
+  // The classic: A on links 0 and 1, B on 0, C on 1 (10 and 4 B/s); A (2 B at 2 B/s) ends on
+  // B's bottleneck (link 0) long before B, and B speeds up: not a fixed allocation.
+  FlowSet changes;
+  changes.flows.push_back(flow_on({0, 1}, 2));
+  changes.flows.push_back(flow_on({0}, 100));
+  changes.flows.push_back(flow_on({1}, 2));
+  const Table c(changes);
+  EXPECT_FALSE(solve_fixed_allocation(c.routes, c.bytes, c.weight, {10, 4}).has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Routing, FixedAllocation,
+                         ::testing::Values(std::make_tuple(RoutingMode::dmodk, 1.0),
+                                           std::make_tuple(RoutingMode::ecmp, 1.0),
+                                           std::make_tuple(RoutingMode::dmodk, 2.0),
+                                           std::make_tuple(RoutingMode::ecmp, 2.0)));
 
 }  // namespace
 }  // namespace twin::netsim
