@@ -12,6 +12,7 @@
 #include "calibrate/fit.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "core/units.hpp"
 #include "netsim/collective.hpp"
 #include "netsim/nccl_model.hpp"
 #include "topology/fabric.hpp"
@@ -81,7 +82,7 @@ Observations observe(const Scenario& scenario, const std::vector<calibrate::Nccl
         const Key key{op,         r.algorithm,
                       r.protocol, nodes > 1 ? netsim::Scope::inter_node : netsim::Scope::intra_node,
                       nodes,      gpn};
-        out[key].push_back({point.size_bytes, point.time_us, flow_s / fraction * 1e6});
+        out[key].push_back({point.size_bytes, point.time_us, core::s_to_us(flow_s / fraction)});
       }
     }
   }
@@ -178,7 +179,7 @@ double latency_misfit(const Scenario& scenario, const std::vector<calibrate::Ncc
       for (const auto& pt : points) {
         if (pt.time_us > 2 * fastest || pt.size_bytes > kLatencyRowMaxBytes) continue;
         const auto r = sim.run(netsim::parse_op(run.op, "op"), choice, groups, pt.size_bytes);
-        sum += std::pow(std::log(r.time_s * 1e6 / pt.time_us), 2);
+        sum += std::pow(std::log(core::s_to_us(r.time_s) / pt.time_us), 2);
         ++used;
       }
     }
