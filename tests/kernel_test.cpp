@@ -175,6 +175,99 @@ TEST(Pipeline, AutoStageLayersRunsLlama405bOn16Stages) {
   EXPECT_EQ(r.stage_layers.back(), 7);  // the output layer of a 128K vocabulary is worth ~1
 }
 
+TEST(Pipeline, PlainOneFOneBSendsBlockTheSendingStage) {
+  // Two stages, no interleaving: each forward of stage 0 hands its activation over with a
+  // blocking send, so stage 0's next op starts no earlier than that transfer's end (which is
+  // when stage 1's forward of the same micro-batch may start).
+  const sim::StepReport r = sim::simulate_step(sim::load_scenario(
+      "", {"cluster.nodes=2", "model.preset=llama3-8b", "parallelism.tp=8", "parallelism.pp=2",
+           "parallelism.dp=1", "parallelism.virtual_stages=1", "training.global_batch=8"}));
+  std::vector<const sim::TimelineOp*> stage0;
+  std::vector<double> arrives(8, -1.0);
+  for (const auto& op : r.timeline) {
+    if (op.stream != "compute" || op.micro_batch < 0) continue;
+    if (op.stage == 0) stage0.push_back(&op);
+    if (op.stage == 1 && op.forward)
+      arrives[static_cast<std::size_t>(op.micro_batch)] = op.p2p_end_s;
+  }
+  int checked = 0;
+  for (std::size_t i = 0; i + 1 < stage0.size(); ++i) {
+    if (!stage0[i]->forward) continue;
+    const double arrival = arrives[static_cast<std::size_t>(stage0[i]->micro_batch)];
+    ASSERT_GT(arrival, stage0[i]->end_s);  // the transfer takes time
+    EXPECT_GE(stage0[i + 1]->start_s, arrival - 1e-12);
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
+TEST(Pipeline, FullRecomputeReissuesTheForwardTpCollectives) {
+  const ModelSpec m = small_model();
+  ParallelismSpec p;
+  p.tp = 2;
+  p.pp = 1;
+  p.dp = 4;
+  TrainingSpec t;
+  t.global_batch = 8;
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "bf16");
+  for (const char* recompute : {"none", "selective", "full"}) {
+    p.recompute = recompute;
+    const ChunkProgram prog = chunk_program(m, p, t, make_layout(m, p, t, 8), c, 0, 0);
+    EXPECT_EQ(prog.tp_collectives, 2 * m.layers);  // two slots per layer and direction
+    EXPECT_EQ(prog.recompute_tp_collectives, p.recompute == "full" ? 2 * m.layers : 0);
+  }
+}
+
+ModelSpec deepseek_v3_attention() {
+  ModelSpec m = small_model();  // llama3-8b's layers, DeepSeek-V3's attention
+  m.hidden = 7168;
+  m.heads = 128;
+  m.kv_heads = 128;
+  m.head_dim = 128;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  m.seq_len = 4096;
+  return m;
+}
+
+TEST(Mla, ParametersAndScoreFlopsOfDeepSeekV3Attention) {
+  // q: 7168 x 1536 + 1536 x 128 x 192; kv: 7168 x (512 + 64) + 512 x 128 x (128 + 128);
+  // out: 128 x 128 x 7168 = 187,105,280 parameters per layer.
+  const ModelSpec m = deepseek_v3_attention();
+  EXPECT_DOUBLE_EQ(m.attention_params(), 187105280.0);
+  // Scores: 2 T s a (192 + 128) per layer, full square.
+  EXPECT_DOUBLE_EQ(m.attention_score_flops(1), m.layers * 2.0 * 4096 * 4096 * 128 * (192 + 128));
+  // The flash kernel computes the causal half of that forward for its local heads.
+  ParallelismSpec p;
+  p.tp = 2;
+  p.pp = 1;
+  p.dp = 4;
+  TrainingSpec t;
+  t.global_batch = 8;
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "bf16");
+  const ChunkProgram prog = chunk_program(m, p, t, make_layout(m, p, t, 8), c, 0, 0);
+  bool found = false;
+  for (const auto& b : prog.blocks)
+    for (const auto& k : b.forward)
+      if (k.name == "flash attention fwd") {
+        EXPECT_DOUBLE_EQ(k.flops, 2.0 * 64 * 4096 * 4096 * (192 + 128) * 0.5);
+        EXPECT_EQ(k.shape, "64x(s 4096x4096, d 192/128)");
+        found = true;
+      }
+  EXPECT_TRUE(found);
+  // MLA fields without a latent, or with grouped KV heads, name the field.
+  ModelSpec bad = small_model();
+  bad.v_head_dim = 128;
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.kv_lora_rank");
+  bad = deepseek_v3_attention();
+  bad.kv_heads = 8;
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.kv_heads");
+}
+
 TEST(ContextParallel, RingAttentionExchangesKvBlocks) {
   // cp = 2, tp = 1: each rank holds T = s / 2 tokens and sends its K and V blocks,
   // 2 x T x h_kv x 2 bytes, once per layer forward (cp - 1 steps) around the ring.

@@ -177,6 +177,15 @@ void model(std::vector<Entry>& t) {
   t.back().number = [](const Scenario& s) { return std::optional<double>(s.model.kv_heads); };
   t.push_back(plain("model.head_dim", m(&ModelSpec::head_dim), "", at_least(0),
                     "Width of one attention head (0: hidden / heads)"));
+  t.push_back(plain("model.q_lora_rank", m(&ModelSpec::q_lora_rank), "", at_least(0),
+                    "Multi-head latent attention: rank of the query bottleneck (0: full rank)"));
+  t.push_back(plain("model.kv_lora_rank", m(&ModelSpec::kv_lora_rank), "", at_least(0),
+                    "Multi-head latent attention: rank of the shared key/value latent (0: "
+                    "standard attention)"));
+  t.push_back(plain("model.qk_rope_head_dim", m(&ModelSpec::qk_rope_head_dim), "", at_least(0),
+                    "Multi-head latent attention: rotary width added to each query/key head"));
+  t.push_back(plain("model.v_head_dim", m(&ModelSpec::v_head_dim), "", at_least(0),
+                    "Multi-head latent attention: width of a value head (0: head_dim)"));
   t.push_back(plain("model.ffn_hidden", m(&ModelSpec::ffn_hidden), "", at_least(0),
                     "Dense MLP hidden size"));
   t.push_back(with_default(
@@ -208,7 +217,11 @@ void parallelism(std::vector<Entry>& t) {
   t.push_back(
       plain("parallelism.dp", p(&ParallelismSpec::dp), "", at_least(1), "Data-parallel replicas"));
   t.push_back(plain("parallelism.ep", p(&ParallelismSpec::ep), "", at_least(1),
-                    "Expert parallelism (divides dp and model.experts)"));
+                    "Expert parallelism (divides model.experts; ep x expert_tp divides tp x dp x "
+                    "cp: EP groups fold over the TP and DP ranks)"));
+  t.push_back(plain("parallelism.expert_tp", p(&ParallelismSpec::expert_tp), "", at_least(0),
+                    "Expert tensor parallelism: each expert split over this many ranks (0: as "
+                    "tp; divides tp)"));
   t.push_back(plain("parallelism.zero", p(&ParallelismSpec::zero), "", between(0, 3),
                     "ZeRO stage: 0 all-reduce, 1-2 distributed optimizer, 3 FSDP"));
   t.push_back(plain("parallelism.hsdp_shard", p(&ParallelismSpec::hsdp_shard), "", at_least(0),

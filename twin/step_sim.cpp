@@ -175,7 +175,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
         double compute = work + contention.extra(tensor, work - tensor, window);
         // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs,
         // which lose the SMs the communication kernels take while they overlap.
-        const double tp_total = c.tp_collectives * comm[s].tp_slot_s;
+        const int tp_slots = c.tp_collectives + (op.forward ? 0 : c.recompute_tp_collectives);
+        const double tp_total = tp_slots * comm[s].tp_slot_s;
         double tp = tp_total;
         // Megatron-Core overlaps TP communication only with sequence parallelism (all-gather +
         // reduce-scatter slots); all-reduces stay exposed.
@@ -184,6 +185,11 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           const auto o = workload::tp_overlap(c, op.forward, each / scale[s]);
           tp = o.exposed_s * scale[s];
           compute += o.overlapped_s * scale[s] * contention.sm_slowdown;
+          if (!op.forward && c.recompute_tp_collectives > 0) {  // the recomputed forward's
+            const auto r = workload::tp_overlap(c, true, each / scale[s]);
+            tp += r.exposed_s * scale[s];
+            compute += r.overlapped_s * scale[s] * contention.sm_slowdown;
+          }
         }
         // Ring attention: K/V exchanges run beside the attention kernels (backward: K, V and
         // their gradients, twice the bytes).
@@ -207,9 +213,17 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           exposed[s] += with_traffic - finish;
           finish = with_traffic;
         }
-        compute_free[s] = finish;
+        // Non-interleaved 1F1B sends each output with a blocking send/recv (Megatron-LM's
+        // forward_backward_pipelining_without_interleaving waits on send_forward_recv_backward;
+        // DeepSpeed's PipelineEngine runs SendActivation / SendGrad as steps of its schedule):
+        // the compute stream waits while the activation or gradient crosses to the neighbour.
+        // The interleaved schedule overlaps the transfers with compute (overlap_p2p_comm).
+        double send = 0;
+        if (v == 1 && op.forward && s < pp - 1) send = comm[s].p2p_s;
+        if (v == 1 && !op.forward && s > 0) send = comm[s - 1].p2p_s;
+        compute_free[s] = finish + send;
         end[index(s, op.forward, op.chunk, op.micro_batch)] = finish;
-        busy[s] += finish - start;
+        busy[s] += finish - start;  // the send counts as pipeline time (bubble and p2p)
         compute_sum[s] += compute;
         tp_sum[s] += tp;
         ep_sum[s] += ep;
@@ -357,7 +371,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
       const ChunkCost& c0 = cost[s][0];
       const double slots = static_cast<double>(m) * v * 2;  // per step: every chunk, fwd and bwd
       const auto tp_groups = mine(layout.tp_groups(s));
-      const double tp_calls = slots * c0.tp_collectives;
+      const double tp_calls = slots * c0.tp_collectives + slots / 2 * c0.recompute_tp_collectives;
       comm[s].tp_slot_s = p.sequence_parallel
                               ? collective(fmt::format("TP all_gather s{}", s), "all_gather",
                                            tp_groups, c0.tp_bytes, tp_calls) +
@@ -372,7 +386,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
       }
       if (layout.ep > 1) {
         // An EP group spans ep replicas: in per-rank mode count its traffic for the first one.
-        const auto groups = mine(layout.dp_groups(s, layout.ep));
+        const auto groups = mine(layout.ep_groups(s));
         const bool first =
             replica < 0 || (groups.front().front() / layout.tp) % layout.dp == replica;
         comm[s].ep_s = collective(fmt::format("EP alltoall s{}", s), "alltoall", groups, ep_bytes,
@@ -421,10 +435,9 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
             comm[s].param_gather_s +=
                 collective(fmt::format("DP param all_gather s{} c{}", s, c), "all_gather",
                            layout.dp_groups(s, layout.dp), dense_bytes, once);
-          if (expert_bytes > 0 && layout.dp / layout.ep > 1)
+          if (expert_bytes > 0 && layout.expert_dp() > 1)
             dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
-                             layout.dp_groups(s, layout.dp / layout.ep, layout.ep), expert_bytes,
-                             once);
+                             layout.expert_dp_groups(s), expert_bytes, once);
         }
         comm[s].dp_sync_s.push_back(dp);
         comm[s].fsdp_gather_s.push_back(gather);

@@ -13,7 +13,10 @@
 /// min(m v, (pp - r - 1) 2 + (v - 1) pp) warm-up forwards, then alternates one forward and one
 /// backward, then drains backwards. A forward of (chunk c, micro-batch i) on stage r waits for
 /// the same on stage r - 1 (or chunk c - 1 on the last stage) plus the activation transfer; a
-/// backward likewise from stage r + 1. TP and EP collectives are blocking inside each op.
+/// backward likewise from stage r + 1. Plain 1F1B (v = 1) sends with blocking send/recv: the
+/// sending stage's compute stream also waits for the transfer; the interleaved schedule overlaps
+/// it. TP and EP collectives are blocking inside each op (a full recompute reissues the forward's
+/// TP collectives in backward).
 /// Gradient synchronization (ZeRO 0: all-reduce; 1, 2: reduce-scatter) of a chunk starts on the
 /// communication stream when its last backward ends; FSDP (ZeRO 3) all-gathers each layer's
 /// parameters one layer ahead (an op lasts the longer of its work and its gathers, plus the

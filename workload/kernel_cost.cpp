@@ -98,7 +98,7 @@ Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k,
 
 Kernel KernelCoster::flash_attention(const std::string& name, bool forward, double batch_heads,
                                      double s_q, double s_k, double head_dim, bool causal,
-                                     double table_seq) const {
+                                     double table_seq, double v_head_dim) const {
   if (!has_flash())
     throw core::Error("training.attention", "flash",
                       fmt::format("profile '{}' has no flash-attention measurements "
@@ -107,13 +107,17 @@ Kernel KernelCoster::flash_attention(const std::string& name, bool forward, doub
   const calibrate::AttentionTable& table = *flash_;
   Kernel out;
   out.name = name;
-  out.shape = fmt::format("{:g}x(s {:g}x{:g}, d {:g})", batch_heads, s_q, s_k, head_dim);
+  const double dv = v_head_dim > 0 ? v_head_dim : head_dim;
+  out.shape =
+      dv == head_dim
+          ? fmt::format("{:g}x(s {:g}x{:g}, d {:g})", batch_heads, s_q, s_k, head_dim)
+          : fmt::format("{:g}x(s {:g}x{:g}, d {:g}/{:g})", batch_heads, s_q, s_k, head_dim, dv);
   out.tensor_core = true;
-  const double fwd = 4.0 * batch_heads * s_q * s_k * head_dim * (causal ? 0.5 : 1.0);
+  const double fwd = 2.0 * batch_heads * s_q * s_k * (head_dim + dv) * (causal ? 0.5 : 1.0);
   out.flops = forward ? fwd : 2.5 * fwd;
   // Q, K, V and O (and their gradients backward) stream through HBM once.
-  out.bytes = batch_heads * (s_q * 2 + s_k * 2) * head_dim * 2.0 * (forward ? 1.0 : 2.0);
-  const double rate = table.tflops(forward, head_dim, table_seq) * 1e12;
+  out.bytes = batch_heads * (s_q + s_k) * (head_dim + dv) * 2.0 * (forward ? 1.0 : 2.0);
+  const double rate = table.tflops(forward, std::max(head_dim, dv), table_seq) * 1e12;
   return finish(out, out.flops / rate, out.bytes / hbm_Bps_);
 }
 

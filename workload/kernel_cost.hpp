@@ -13,9 +13,10 @@
 ///   the fastest candidate (cuBLAS's heuristics choose among tile shapes), and
 ///   t_memory = (M K + K N) bytes_d + M N 2 bytes (bf16 output) over hbm_achievable.
 ///
-/// Flash attention (causal): executed FLOPs per head and sequence 4 s_q s_k d forward (halved by
-///   the mask), backward 2.5 x forward; t = FLOPs / measured TFLOP/s at (d, s) from the profile's
-///   table (forward and backward separately).
+/// Flash attention (causal): executed FLOPs per head and sequence 2 s_q s_k (d + d_v) forward
+///   (4 s_q s_k d when value heads are as wide as query/key heads; halved by the mask), backward
+///   2.5 x forward; t = FLOPs / measured TFLOP/s at (max(d, d_v), s) from the profile's table
+///   (forward and backward separately; head widths beyond the table take its widest column).
 ///
 /// Memory-bound (element-wise, norms, softmax, cross-entropy, optimizer): t_memory = bytes /
 ///   hbm_achievable; no compute term.
@@ -56,9 +57,10 @@ class KernelCoster {
                             bool bf16 = false) const;
   /// Flash attention over `batch_heads` (sequences x local query heads) of s_q queries against
   /// s_k keys; `table_seq` is the sequence length to look the measured rate up at.
+  /// `v_head_dim` (0: head_dim) is the width of a value head (MLA: 128 against 192).
   [[nodiscard]] Kernel flash_attention(const std::string& name, bool forward, double batch_heads,
                                        double s_q, double s_k, double head_dim, bool causal,
-                                       double table_seq) const;
+                                       double table_seq, double v_head_dim = 0) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   [[nodiscard]] Kernel memory(const std::string& name, double bytes) const;
 

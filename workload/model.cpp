@@ -9,6 +9,12 @@ namespace twin::workload {
 
 double ModelSpec::attention_params() const {
   const double h = hidden, q = q_width();
+  if (mla()) {
+    const double a = heads, qk = a * qk_head_dim(), rq = q_lora_rank, rkv = kv_lora_rank;
+    const double queries = rq > 0 ? h * rq + rq * qk : h * qk;
+    const double keys_values = h * (rkv + qk_rope_head_dim) + rkv * a * (kv_channels() + v_dim());
+    return queries + keys_values + a * v_dim() * h;
+  }
   return h * (q + 2.0 * kv_width()) + q * h;
 }
 
@@ -40,7 +46,8 @@ double ModelSpec::active_params() const {
 
 double ModelSpec::attention_score_flops(double sequences) const {
   const double tokens = sequences * seq_len;
-  return layers * 4.0 * tokens * seq_len * q_width();
+  // QK^T over query/key heads and AV over value heads, the full square as Megatron counts.
+  return layers * 2.0 * tokens * seq_len * heads * (qk_head_dim() + v_dim());
 }
 
 double ModelSpec::forward_flops(double sequences) const {
@@ -162,6 +169,22 @@ void validate(const ModelSpec& m) {
   }
   if (m.experts < 0)
     throw core::Error("model.experts", std::to_string(m.experts), "must not be negative");
+  auto not_negative = [](int v, const char* field) {
+    if (v < 0) throw core::Error(field, std::to_string(v), "must not be negative");
+  };
+  not_negative(m.q_lora_rank, "model.q_lora_rank");
+  not_negative(m.kv_lora_rank, "model.kv_lora_rank");
+  not_negative(m.qk_rope_head_dim, "model.qk_rope_head_dim");
+  not_negative(m.v_head_dim, "model.v_head_dim");
+  if (!m.mla() && (m.q_lora_rank > 0 || m.qk_rope_head_dim > 0 || m.v_head_dim > 0))
+    throw core::Error("model.kv_lora_rank", std::to_string(m.kv_lora_rank),
+                      "q_lora_rank, qk_rope_head_dim and v_head_dim describe multi-head latent "
+                      "attention, which needs kv_lora_rank > 0");
+  if (m.mla() && m.kv_heads != m.heads)
+    throw core::Error("model.kv_heads", std::to_string(m.kv_heads),
+                      fmt::format("multi-head latent attention expands the latent into every "
+                                  "head: kv_heads must equal heads ({})",
+                                  m.heads));
 }
 
 }  // namespace twin::workload

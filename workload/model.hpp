@@ -10,6 +10,10 @@
 ///   dense MLP:             m h f parameters, 2 T m h f FLOPs forward
 ///   MoE MLP:               E experts of m h f_e (+ shared experts), router h E; a token uses
 ///                          top_k routed experts (+ shared): 2 T (top_k + shared) m h f_e FLOPs
+/// Multi-head latent attention (DeepSeek-V2/V3, `kv_lora_rank` > 0): queries through a rank-r_q
+/// bottleneck (h r_q + r_q a d_qk; or h a d_qk without one), keys and values from a shared
+/// rank-r_kv latent plus a d_r-wide rotary key (h (r_kv + d_r) + r_kv a (d + d_v)), output a d_v h;
+/// query/key heads d_qk = d + d_r wide, value heads d_v: scores 2 T s a (d_qk + d_v) FLOPs forward.
 /// Logits: 2 T h V FLOPs forward; embedding and output matrices V h each (untied).
 /// Training FLOPs = 3 x forward (backward = 2 x forward). For GPT-style dense models (f = 4h, m=2,
 /// no GQA) this is Narayanan et al.'s 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
@@ -26,6 +30,11 @@ struct ModelSpec {
   int heads = 0;
   int kv_heads = 0;
   int head_dim = 0;  ///< width of one attention head; 0: hidden / heads
+  // Multi-head latent attention (kv_lora_rank = 0: standard attention).
+  int q_lora_rank = 0;       ///< rank of the query bottleneck (0: full-rank queries)
+  int kv_lora_rank = 0;      ///< rank of the shared key/value latent (> 0: MLA)
+  int qk_rope_head_dim = 0;  ///< MLA: rotary part of each query/key head, beyond head_dim
+  int v_head_dim = 0;        ///< MLA: width of a value head (0: head_dim)
   int ffn_hidden = 0;
   int vocab = 0;
   int seq_len = 0;
@@ -45,6 +54,10 @@ struct ModelSpec {
   [[nodiscard]] int kv_channels() const { return head_dim > 0 ? head_dim : hidden / heads; }
   [[nodiscard]] int q_width() const { return kv_channels() * heads; }
   [[nodiscard]] int kv_width() const { return kv_channels() * kv_heads; }
+  [[nodiscard]] bool mla() const { return kv_lora_rank > 0; }
+  /// Width of a query/key head (head_dim + the MLA rotary part) and of a value head.
+  [[nodiscard]] int qk_head_dim() const { return kv_channels() + (mla() ? qk_rope_head_dim : 0); }
+  [[nodiscard]] int v_dim() const { return mla() && v_head_dim > 0 ? v_head_dim : kv_channels(); }
 
   /// Parameters of one transformer layer's attention block.
   [[nodiscard]] double attention_params() const;

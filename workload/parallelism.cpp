@@ -38,6 +38,31 @@ std::vector<std::vector<int>> Layout::dp_groups(int stage, int size, int stride)
   return groups;
 }
 
+std::vector<std::vector<int>> Layout::ep_groups(int stage) const {
+  std::vector<std::vector<int>> groups;
+  const int base = stage * tp * dp;
+  // Expert-TP rank outermost: with etp = tp the order of dp_groups(stage, ep).
+  for (int et = 0; et < etp; ++et)
+    for (int edp = 0; edp < expert_dp(); ++edp) {
+      std::vector<int> g;
+      for (int e = 0; e < ep; ++e) g.push_back(base + et + etp * (e + ep * edp));
+      groups.push_back(std::move(g));
+    }
+  return groups;
+}
+
+std::vector<std::vector<int>> Layout::expert_dp_groups(int stage) const {
+  std::vector<std::vector<int>> groups;
+  const int base = stage * tp * dp;
+  for (int et = 0; et < etp; ++et)
+    for (int e = 0; e < ep; ++e) {
+      std::vector<int> g;
+      for (int edp = 0; edp < expert_dp(); ++edp) g.push_back(base + et + etp * (e + ep * edp));
+      groups.push_back(std::move(g));
+    }
+  return groups;
+}
+
 int Layout::first_layer(int stage, int chunk) const {
   int first = 0;
   for (int i = 0; i < chunk * pp + stage; ++i) first += chunk_layers[static_cast<std::size_t>(i)];
@@ -169,11 +194,20 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                                   "set parallelism.stage_layers (auto or a list)",
                                   p.pp * v, model.layers));
   }
-  if (p.dp % p.ep != 0)
+  if (p.expert_tp < 0 || (p.expert_tp > 0 && p.tp % p.expert_tp != 0))
+    throw core::Error("parallelism.expert_tp", std::to_string(p.expert_tp),
+                      fmt::format("must divide parallelism.tp ({}); 0 means as tp", p.tp));
+  const int etp = p.expert_tp > 0 ? p.expert_tp : p.tp;
+  if ((static_cast<long long>(p.tp) * p.dp * p.cp) % (static_cast<long long>(p.ep) * etp) != 0)
     throw core::Error(
         "parallelism.ep", std::to_string(p.ep),
-        fmt::format("must divide parallelism.dp ({}): experts are split across data-parallel ranks",
-                    p.dp));
+        fmt::format("ep x expert_tp ({} x {}) must divide tp x dp x cp ({} x {} x {}): the expert "
+                    "layers are laid out over a stage's ranks",
+                    p.ep, etp, p.tp, p.dp, p.cp));
+  if (etp != p.tp && p.tp > 1 && !p.sequence_parallel)
+    throw core::Error("parallelism.expert_tp", std::to_string(p.expert_tp),
+                      "an expert TP size other than tp needs sequence_parallel (the MoE layer "
+                      "takes each rank's sequence-parallel token shard)");
   if (p.ep > 1 && !model.moe())
     throw core::Error("parallelism.ep", std::to_string(p.ep),
                       "expert parallelism needs an MoE model (model.experts > 0)");
@@ -222,6 +256,7 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   l.dp = p.dp * p.cp;
   l.cp = p.cp;
   l.ep = p.ep;
+  l.etp = etp;
   l.v = v;
   l.gpus = gpus;
   l.micro_batches = static_cast<int>(micro);
@@ -242,11 +277,13 @@ double params_per_gpu(const ModelSpec& model, const Layout& layout) {
   for (int c = 0; c < layout.v; ++c) layers += layout.layers(0, c);
   const double moe_fraction = static_cast<double>(model.moe_layers()) / model.layers;
   const double dense_mlp = (1 - moe_fraction) * model.dense_mlp_params();
-  // Experts split over ep, every matrix split over tp; the input embedding sits on stage 0.
-  const double expert_mlp = moe_fraction * (model.moe_mlp_params() / layout.ep);
-  return (layers * (model.attention_params() + dense_mlp + expert_mlp) +
+  // Experts split over ep and each over etp, every other matrix split over tp; the input
+  // embedding sits on stage 0.
+  const double expert_mlp = moe_fraction * (model.moe_mlp_params() / layout.ep) / layout.etp;
+  return (layers * (model.attention_params() + dense_mlp) +
           static_cast<double>(model.vocab) * model.hidden) /
-         layout.tp;
+             layout.tp +
+         layers * expert_mlp;
 }
 
 MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,

@@ -4,9 +4,16 @@
 /// Ranks are laid out TP fastest, then DP, then PP (Megatron's order): GPU g has
 ///   tp_rank = g mod tp, dp_rank = (g / tp) mod dp, pp_rank = g / (tp dp).
 /// With tp = GPUs per node a TP group is one node (NVLink) and a DP group is the same local GPU
-/// of dp nodes — one rail. EP groups are `ep` consecutive DP ranks (experts are split across
-/// data-parallel replicas); HSDP shards over `hsdp_shard` consecutive DP ranks and replicates
+/// of dp nodes — one rail. HSDP shards over `hsdp_shard` consecutive DP ranks and replicates
 /// across the rest.
+///
+/// Expert layers are laid out on their own over the same tp x dp ranks of a stage (Megatron-Core's
+/// "MoE parallel folding"): within a stage, local rank r = tp_rank + tp dp_rank has
+///   expert-TP rank r mod etp, EP rank (r / etp) mod ep, expert-DP rank r / (etp ep),
+/// so ep x etp must divide tp x dp. With etp = tp (Megatron's default) an EP group is ep
+/// consecutive DP ranks of one TP rank, experts split over the data-parallel replicas; with
+/// etp < tp (e.g. Qwen3-235B's recipe: TP 2, ETP 1, EP 32 on DP 16) an EP group also spans the
+/// TP ranks, whose sequence-parallel token shards then go to different experts.
 ///
 /// Memory per GPU (bytes), after Rajbhandari et al. (ZeRO) and Korthikanti et al. (2022):
 ///   weights 2/param, gradients 2/param (bf16), optimizer 12/param (fp32 master + Adam m, v);
@@ -29,6 +36,8 @@ namespace twin::workload {
 
 struct ParallelismSpec {
   int tp = 8, pp = 8, dp = 64, ep = 1;
+  /// Expert tensor parallelism: each expert's matrices split over etp ranks (0: as tp).
+  int expert_tp = 0;
   int cp = 1;  ///< context parallelism: the sequence split over cp ranks (ring attention)
   /// Layers per pipeline stage: empty = an even split; with stage_layers_auto the split that
   /// balances stage time (embedding and output layer + loss included) is chosen by the step.
@@ -64,7 +73,8 @@ struct Layout {
   /// dp here counts the replicas of a stage: data-parallel x context-parallel ranks, ordered CP
   /// fastest (Megatron's tp-cp-dp-pp order); gradients are reduced over all of them.
   int tp = 1, pp = 1, dp = 1, ep = 1, cp = 1;
-  int v = 1;  ///< virtual stages (chunks per stage)
+  int etp = 1;  ///< expert tensor parallelism (the expert layout above)
+  int v = 1;    ///< virtual stages (chunks per stage)
   int gpus = 0;
   int micro_batches = 0;     ///< per step per pipeline
   int layers_per_chunk = 0;  ///< the most layers of any chunk
@@ -85,6 +95,11 @@ struct Layout {
   /// Every TP group of a stage; every DP group of a stage (tp of them, of size dp) ...
   [[nodiscard]] std::vector<std::vector<int>> tp_groups(int stage) const;
   [[nodiscard]] std::vector<std::vector<int>> dp_groups(int stage, int size, int stride = 1) const;
+  /// Every EP group of a stage (ep ranks each), and every expert-DP group (the ranks holding the
+  /// same experts' shard, tp dp / (ep etp) each), in the expert layout above.
+  [[nodiscard]] std::vector<std::vector<int>> ep_groups(int stage) const;
+  [[nodiscard]] std::vector<std::vector<int>> expert_dp_groups(int stage) const;
+  [[nodiscard]] int expert_dp() const { return tp * dp / (ep * etp); }
 };
 
 /// The per-stage layer counts that minimize the slowest stage's time, given one layer's time and

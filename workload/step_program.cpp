@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 namespace twin::workload {
 namespace {
@@ -97,7 +99,8 @@ double sum_flops(const std::vector<Kernel>& ks) {
 
 struct Shape {
   double T, Tsp, h, q, kv, f, fe, tp, s_local, s, head_dim, local_heads, b;
-  double up;  // MLP input matrices fused in fc1: 2 (SwiGLU gate + up) or 1 (GeLU)
+  double v_dim;  // width of a value head (MLA: narrower than query/key heads)
+  double up;     // MLP input matrices fused in fc1: 2 (SwiGLU gate + up) or 1 (GeLU)
   bool rope, gelu;
 };
 
@@ -114,7 +117,8 @@ Shape shape_of(const ModelSpec& m, const ParallelismSpec& p) {
   x.kv = m.kv_width();
   x.f = m.ffn_hidden;
   x.fe = m.expert_ffn_hidden;
-  x.head_dim = m.kv_channels();
+  x.head_dim = m.qk_head_dim();
+  x.v_dim = m.v_dim();
   x.local_heads = static_cast<double>(m.heads) / p.tp;
   x.up = m.mlp_matrices() - 1;
   x.gelu = m.mlp == "gelu";
@@ -122,28 +126,59 @@ Shape shape_of(const ModelSpec& m, const ParallelismSpec& p) {
   return x;
 }
 
-void attention_block(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p,
+/// Multi-head latent attention's projections (Megatron-Core's MLA layer): the down-projections to
+/// the query and key/value latents are not split over TP (every rank computes them on the
+/// all-gathered tokens), their norms, the column-parallel up-projections to a / t heads, and the
+/// rotary part of queries and the shared rotary key. Returns the forward and data-gradient time
+/// of the GEMMs that take the all-gathered input (what a TP all-gather hides behind).
+std::pair<double, double> mla_projections(BlockBuilder& bb, const Shape& x, const ModelSpec& m) {
+  const double a_local = x.local_heads, rq = m.q_lora_rank, rkv = m.kv_lora_rank;
+  const double rope = m.qk_rope_head_dim;
+  double first = 0, first_bwd = 0;
+  if (rq > 0) {
+    first += bb.gemm("q down (latent)", x.T, rq, x.h, 1, false, true);
+    first_bwd += bb.last_dgrad_s();
+    bb.elementwise("q latent norm", x.T * rq, 2, 5, 3);
+    bb.gemm("q up", x.T, a_local * x.head_dim, rq);
+  } else {
+    first += bb.gemm("q", x.T, a_local * x.head_dim, x.h, 1, false, true);
+    first_bwd += bb.last_dgrad_s();
+  }
+  first += bb.gemm("kv down (latent + rotary key)", x.T, rkv + rope, x.h, 1, false, true);
+  first_bwd += bb.last_dgrad_s();
+  bb.elementwise("kv latent norm", x.T * rkv, 2, 5, 3);
+  bb.gemm("kv up", x.T, a_local * (m.kv_channels() + x.v_dim), rkv);
+  bb.elementwise("rotary", x.T * (a_local + 1) * rope, 2, 6, 2);
+  return {first, first_bwd};
+}
+
+void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const ParallelismSpec& p,
                      const TrainingSpec& t, int cp) {
   const bool selective = p.recompute == "selective";
   bb.elementwise("input norm", x.Tsp * x.h, 2, 5, 3);
-  const double qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, true);
-  const double qkv_bwd = bb.last_dgrad_s();
-  if (x.rope) bb.elementwise("rotary", x.T * (x.q + x.kv) / x.tp, 2, 6, 2);
+  double qkv = 0, qkv_bwd = 0;
+  if (m.mla()) {
+    std::tie(qkv, qkv_bwd) = mla_projections(bb, x, m);
+  } else {
+    qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, true);
+    qkv_bwd = bb.last_dgrad_s();
+    if (x.rope) bb.elementwise("rotary", x.T * (x.q + x.kv) / x.tp, 2, 6, 2);
+  }
   const double bh = x.b * x.local_heads;
   double attn_f = 0, attn_b = 0;
   if (t.attention != "unfused") {
     // Ring attention computes this rank's s/cp queries against all s keys, load-balanced so the
     // causal half is skipped evenly: 1/cp of the full causal work.
     Kernel f = bb.c_.flash_attention("flash attention fwd", true, bh, x.s_local, x.s, x.head_dim,
-                                     true, x.s_local);
+                                     true, x.s_local, x.v_dim);
     Kernel b = bb.c_.flash_attention("flash attention bwd", false, bh, x.s_local, x.s, x.head_dim,
-                                     true, x.s_local);
+                                     true, x.s_local, x.v_dim);
     attn_f = f.time_s;
     attn_b = b.time_s;
     if (selective || p.recompute == "full") bb.block.recompute.push_back(f);
     bb.block.forward.push_back(std::move(f));
-    bb.block.backward.push_back(
-        bb.c_.memory("flash attention bwd preprocess (dO.O)", 2.0 * x.T * x.q / x.tp * 2.0));
+    bb.block.backward.push_back(bb.c_.memory("flash attention bwd preprocess (dO.O)",
+                                             2.0 * x.T * x.local_heads * x.v_dim * 2.0));
     bb.block.backward.push_back(std::move(b));
     attn_b += bb.block.backward[bb.block.backward.size() - 2].time_s;
   } else {
@@ -159,7 +194,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p,
       bb.memory("scale, mask, softmax", scores * 12, scores * 14, 3, selective);
       bb.memory("attention dropout", scores * 5, scores * 5, 1, selective);
     }
-    bb.gemm("attention AV", x.s_local, x.head_dim, x.s, bh, selective);
+    bb.gemm("attention AV", x.s_local, x.v_dim, x.s, bh, selective);
     for (auto i = before_f; i < bb.block.forward.size(); ++i) attn_f += bb.block.forward[i].time_s;
     for (auto i = before_b; i < bb.block.backward.size(); ++i)
       attn_b += bb.block.backward[i].time_s;
@@ -167,7 +202,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p,
   (void)cp;
   bb.block.attention_forward_s += attn_f;
   bb.block.attention_backward_s += attn_b;
-  const double proj = bb.gemm("attention proj", x.T, x.h, x.q / x.tp);
+  const double proj = bb.gemm("attention proj", x.T, x.h, x.local_heads * x.v_dim);
   bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
   bb.block.tp_overlap_forward_s = {qkv, proj};
   bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
@@ -194,14 +229,19 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   bb.memory("router softmax + top-k", x.T * m.experts * 4.0 * 2, x.T * m.experts * 4.0 * 2, 1);
   const double routed = x.T * m.top_k;
   bb.memory("token permute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
+  // Each rank dispatches its T / tp sequence-parallel tokens over the EP group; an expert-TP
+  // group of etp ranks shares (all-gathers) its tokens: T k etp / tp routed tokens reach this
+  // rank's E / ep experts, each split over etp (with etp = tp: T k tokens, f_e / tp).
   const double local = static_cast<double>(m.experts) / layout.ep;
-  const double per_expert = routed * m.capacity_factor / local;
-  bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / x.tp, x.h, local);
+  const double etp = layout.etp;
+  const double arriving = routed * etp / x.tp * m.capacity_factor;
+  const double per_expert = arriving / local;
+  bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / etp, x.h, local);
   if (x.gelu)
-    bb.elementwise("expert bias-gelu", routed * m.capacity_factor * x.fe / x.tp, 2, 4, 2);
+    bb.elementwise("expert bias-gelu", arriving * x.fe / etp, 2, 4, 2);
   else
-    bb.elementwise("expert swiglu", routed * m.capacity_factor * x.fe / x.tp, 3, 5, 2);
-  bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / x.tp, local);
+    bb.elementwise("expert swiglu", arriving * x.fe / etp, 3, 5, 2);
+  bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / etp, local);
   bb.memory("token unpermute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
   if (m.shared_experts > 0) {
     bb.gemm("shared expert fc1", x.T, x.up * x.fe * m.shared_experts / x.tp, x.h);
@@ -244,14 +284,14 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     BlockBuilder bb(coster, fused);
     bb.block.label = kind == 0 ? "dense layer" : "MoE layer";
     bb.block.count = count;
-    attention_block(bb, x, p, t, p.cp);
+    attention_block(bb, x, model, p, t, p.cp);
     if (kind == 0) {
       dense_mlp(bb, x);
       c.params += count * (model.attention_params() + model.dense_mlp_params()) / x.tp;
     } else {
       moe_mlp(bb, x, model, layout);
       const double local = static_cast<double>(model.experts) / layout.ep;
-      const double expert = count * local * model.expert_params() / x.tp;
+      const double expert = count * local * model.expert_params() / layout.etp;
       c.params += count *
                       (model.attention_params() + model.shared_experts * model.expert_params() +
                        x.h * model.experts) /
@@ -297,6 +337,10 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     c.kernels_per_microbatch +=
         b.count * static_cast<int>(b.forward.size() + b.backward.size() + b.recompute.size());
   }
+  // Full recompute reruns each layer's forward, TP all-reduces (all-gathers, reduce-scatters)
+  // included (Megatron's checkpointed forward); selective recompute only reruns the attention
+  // core, which has none.
+  if (p.recompute == "full") c.recompute_tp_collectives = c.tp_collectives;
   c.tp_bytes = x.T * x.h * 2.0;
   c.ep_bytes = model.moe() ? x.T / x.tp * model.top_k * model.capacity_factor * x.h * 2.0 : 0.0;
   c.cp_bytes = 2.0 * x.T * x.kv / x.tp * 2.0;

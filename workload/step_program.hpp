@@ -27,7 +27,8 @@
 /// expert GEMMs over E_local experts of T k cf / E_local tokens each (cf: the busiest expert's
 /// load over the mean, the load imbalance), shared experts as dense GEMMs.
 /// Collectives per layer and micro-batch, each direction: TP 2 all-reduces of T h 2 bytes (with
-/// sequence parallelism 2 all-gathers + 2 reduce-scatters), EP dispatch + combine all-to-alls of
+/// sequence parallelism 2 all-gathers + 2 reduce-scatters; full recompute reruns the forward with
+/// its TP collectives, so backward issues twice as many), EP dispatch + combine all-to-alls of
 /// (T / t) k cf h 2 bytes, CP (ring attention) cp - 1 exchanges of K and V, 2 (T h_kv / t) 2
 /// bytes (backward also dK, dV: twice that); PP the chunk's output T h 2 (/ t with SP) bytes.
 /// Optimizer (per local parameter): Adam with fp32 master weights and moments reads param, grad,
@@ -86,6 +87,7 @@ struct ChunkProgram {
   double attention_forward_s = 0, attention_backward_s = 0;
   double forward_flops = 0, recompute_flops = 0;
   int tp_collectives = 0, ep_alltoalls = 0, cp_exchanges = 0;
+  int recompute_tp_collectives = 0;  ///< TP slots the recomputed forward issues again (full)
   int kernels_per_microbatch = 0;
 };
 
