@@ -234,6 +234,7 @@ FabricCheck check_fabric(const Fabric& fabric) {
   cluster.node_states.clear();
   FabricSpec spec = fabric.spec();
   spec.file.clear();
+  spec.lfts.clear();
   const Fabric ideal(cluster, spec, ideal_plan(fabric, out));
   out.ideal_bisection_GBps = compute_bom(ideal).bisection_GBps;
   out.ideal_leaf_ratio = worst_leaf_ratio(ideal, nullptr);

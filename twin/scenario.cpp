@@ -50,6 +50,7 @@ void read_cluster(MapReader r, topology::ClusterSpec& c) {
 void read_fabric(MapReader r, topology::FabricSpec& f) {
   r.get("kind", f.kind);
   r.get("file", f.file);
+  r.get("lfts", f.lfts);
   r.get("tiers", f.tiers);
   r.get("switch_radix", f.switch_radix);
   r.get("switch_port_gbps", f.switch_port_gbps);
@@ -333,8 +334,9 @@ void read_validation(MapReader r, ValidationSpec& v) {
     throw r.error("source", "", "required: where the figure is published (document, table, row)");
 }
 
-/// `fabric.file` and `cluster.node_states` are relative to the scenario file's folder (to the
-/// current folder for the embedded default), so a scenario and its dump travel together.
+/// `fabric.file`, `fabric.lfts` and `cluster.node_states` are relative to the scenario file's
+/// folder (to the current folder for the embedded default), so a scenario and its dump travel
+/// together.
 std::string relative_to_scenario(const std::string& path, const std::string& source) {
   if (path.empty() || std::filesystem::path(path).is_absolute() || source.empty() ||
       source.front() == '<')
@@ -402,6 +404,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   read_cluster(top.section("cluster"), s.cluster);
   read_fabric(top.section("fabric"), s.fabric);
   s.fabric.file = relative_to_scenario(s.fabric.file, source);
+  s.fabric.lfts = relative_to_scenario(s.fabric.lfts, source);
   s.cluster.node_states = relative_to_scenario(s.cluster.node_states, source);
   s.has_job = root["model"].IsDefined() && !root["model"].IsNull();
   read_model(top.section("model"), s.model);
@@ -494,6 +497,7 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "fabric" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "kind" << YAML::Value << f.kind;
   if (!f.file.empty()) out << YAML::Key << "file" << YAML::Value << f.file;
+  if (!f.lfts.empty()) out << YAML::Key << "lfts" << YAML::Value << f.lfts;
   out << YAML::Key << "tiers" << YAML::Value << f.tiers;
   out << YAML::Key << "switch_radix" << YAML::Value << f.switch_radix;
   out << YAML::Key << "switch_port_gbps" << YAML::Value << f.switch_port_gbps;
