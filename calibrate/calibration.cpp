@@ -21,15 +21,20 @@ std::vector<SizePoint> size_points(const NcclTestsRun& run) {
   return points;
 }
 
-std::vector<RunFit> fit_log_into(const NcclTestsLog& log, Profile& profile,
-                                 const FitOptions& options) {
-  const int nodes = options.nodes > 0 ? options.nodes : log.nodes;
-  const int gpn = options.gpus_per_node > 0 ? options.gpus_per_node : log.gpus_per_node;
-  if (nodes <= 0 || gpn <= 0)
+LogScale log_scale(const NcclTestsLog& log, const FitOptions& options) {
+  const LogScale scale{options.nodes > 0 ? options.nodes : log.nodes,
+                       options.gpus_per_node > 0 ? options.gpus_per_node : log.gpus_per_node};
+  if (scale.nodes <= 0 || scale.gpus_per_node <= 0)
     throw core::Error("scale", "",
                       "the log does not say how many nodes and GPUs per node it ran on (no "
                       "'# Using devices' block); give --nodes and --gpus-per-node",
                       log.source);
+  return scale;
+}
+
+std::vector<RunFit> fit_log_into(const NcclTestsLog& log, Profile& profile,
+                                 const FitOptions& options) {
+  const auto [nodes, gpn] = log_scale(log, options);
   const std::string scope = nodes == 1 ? "intra_node" : "inter_node";
   const int ranks = nodes * gpn;
   std::vector<RunFit> out;

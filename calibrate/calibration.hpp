@@ -47,4 +47,11 @@ std::vector<RunFit> fit_log_into(const NcclTestsLog& log, Profile& profile,
 /// Size points of a run: the out-of-place time (in-place when only that is usable).
 std::vector<SizePoint> size_points(const NcclTestsRun& run);
 
+/// The scale a log ran at: the options' nodes and GPUs per node where given, else the log's
+/// own. Throws core::Error naming the log when neither says.
+struct LogScale {
+  int nodes = 0, gpus_per_node = 0;
+};
+LogScale log_scale(const NcclTestsLog& log, const FitOptions& options);
+
 }  // namespace twin::calibrate

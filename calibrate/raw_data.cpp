@@ -7,16 +7,12 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "h5/writer.hpp"
 
 namespace twin::calibrate {
 namespace {
 
-void write_column(H5::Group& group, const std::string& name, const std::vector<double>& values) {
-  const hsize_t dims[1] = {values.size()};
-  H5::DataSpace space(1, dims);
-  H5::DataSet set = group.createDataSet(name, H5::PredType::NATIVE_DOUBLE, space);
-  if (!values.empty()) set.write(values.data(), H5::PredType::NATIVE_DOUBLE);
-}
+// Written through h5/writer.hpp like every other output; read back here with the HDF5 C++ API.
 
 std::vector<double> read_column(const H5::Group& group, const std::string& name) {
   H5::DataSet set = group.openDataSet(name);
@@ -27,24 +23,12 @@ std::vector<double> read_column(const H5::Group& group, const std::string& name)
   return values;
 }
 
-void write_text_attribute(H5::H5Object& object, const std::string& name, const std::string& value) {
-  H5::StrType type(H5::PredType::C_S1, std::max<std::size_t>(1, value.size()));
-  H5::Attribute a = object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
-  a.write(type, value.empty() ? std::string(" ") : value);
-}
-
 std::string read_text_attribute(const H5::H5Object& object, const std::string& name) {
   if (!object.attrExists(name)) return {};
   H5::Attribute a = object.openAttribute(name);
   std::string value;
   a.read(a.getStrType(), value);
   return value;
-}
-
-void write_int_attribute(H5::H5Object& object, const std::string& name, int value) {
-  H5::Attribute a =
-      object.createAttribute(name, H5::PredType::NATIVE_INT, H5::DataSpace(H5S_SCALAR));
-  a.write(H5::PredType::NATIVE_INT, &value);
 }
 
 int read_int_attribute(const H5::H5Object& object, const std::string& name) {
@@ -59,12 +43,6 @@ std::vector<double> read_optional_column(const H5::Group& group, const std::stri
                                          std::size_t rows) {
   if (!group.nameExists(name)) return std::vector<double>(rows, std::nan(""));
   return read_column(group, name);
-}
-
-void write_double_attribute(H5::H5Object& object, const std::string& name, double value) {
-  H5::Attribute a =
-      object.createAttribute(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR));
-  a.write(H5::PredType::NATIVE_DOUBLE, &value);
 }
 
 double read_double_attribute(const H5::H5Object& object, const std::string& name) {
@@ -83,63 +61,58 @@ std::vector<std::string> children(const H5::Group& group) {
 }  // namespace
 
 void write_raw_hdf5(const std::string& path, const RawCalibration& raw) {
-  try {
-    H5::Exception::dontPrint();
-    H5::H5File file(path, H5F_ACC_TRUNC);
-    H5::Group root = file.openGroup("/");
-    write_text_attribute(root, "format", "clustertwin-calibration");
-    write_int_attribute(root, "version", 2);
-    write_text_attribute(root, "gpu", raw.gpu);
-    write_text_attribute(root, "host", raw.host);
-    write_text_attribute(root, "date", raw.date);
-    write_double_attribute(root, "l2_bytes", raw.l2_bytes);
-    write_text_attribute(root, "monitor", raw.monitor);
-    write_text_attribute(root, "time_over_ranks", raw.time_over_ranks);
-    H5::Group gemm = file.createGroup("/gemm");
-    for (const auto& [dtype, samples] : raw.gemm) {
-      H5::Group g = gemm.createGroup(dtype);
-      std::vector<double> m, n, k, t, f, clock, temperature, power;
-      for (const auto& s : samples) {
-        m.push_back(s.m);
-        n.push_back(s.n);
-        k.push_back(s.k);
-        t.push_back(s.time_us);
-        f.push_back(s.tflops);
-        clock.push_back(s.sm_clock_MHz);
-        temperature.push_back(s.temperature_C);
-        power.push_back(s.power_W);
-      }
-      write_column(g, "m", m);
-      write_column(g, "n", n);
-      write_column(g, "k", k);
-      write_column(g, "time_us", t);
-      write_column(g, "tflops", f);
-      write_column(g, "sm_clock_MHz", clock);
-      write_column(g, "temperature_C", temperature);
-      write_column(g, "power_W", power);
-    }
-    H5::Group hbm = file.createGroup("/hbm");
-    std::vector<double> b, t, bw;
-    for (const auto& s : raw.hbm) {
-      b.push_back(s.bytes);
+  h5::File file(path, "calibration HDF5");
+  h5::Group root = file.root();
+  root.attribute("format", std::string("clustertwin-calibration"));
+  root.attribute("version", 2);
+  root.attribute("gpu", raw.gpu);
+  root.attribute("host", raw.host);
+  root.attribute("date", raw.date);
+  root.attribute("l2_bytes", raw.l2_bytes);
+  root.attribute("monitor", raw.monitor);
+  root.attribute("time_over_ranks", raw.time_over_ranks);
+  h5::Group gemm = root.group("gemm");
+  for (const auto& [dtype, samples] : raw.gemm) {
+    h5::Group g = gemm.group(dtype);
+    std::vector<double> m, n, k, t, f, clock, temperature, power;
+    for (const auto& s : samples) {
+      m.push_back(s.m);
+      n.push_back(s.n);
+      k.push_back(s.k);
       t.push_back(s.time_us);
-      bw.push_back(s.GBps);
+      f.push_back(s.tflops);
+      clock.push_back(s.sm_clock_MHz);
+      temperature.push_back(s.temperature_C);
+      power.push_back(s.power_W);
     }
-    write_column(hbm, "bytes", b);
-    write_column(hbm, "time_us", t);
-    write_column(hbm, "GBps", bw);
-    H5::Group coll = file.createGroup("/collectives");
-    for (const auto& [op, c] : raw.collectives) {
-      H5::Group g = coll.createGroup(op);
-      write_int_attribute(g, "ranks", c.ranks);
-      write_int_attribute(g, "nodes", c.nodes);
-      write_column(g, "size_bytes", c.size_bytes);
-      write_column(g, "time_us", c.time_us);
-      write_column(g, "algbw_GBps", c.algbw_GBps);
-      write_column(g, "busbw_GBps", c.busbw_GBps);
-    }
-  } catch (const H5::Exception& e) {
-    throw core::Error("", "", "cannot write calibration HDF5: " + e.getDetailMsg(), path);
+    g.column("m", m);
+    g.column("n", n);
+    g.column("k", k);
+    g.column("time_us", t);
+    g.column("tflops", f);
+    g.column("sm_clock_MHz", clock);
+    g.column("temperature_C", temperature);
+    g.column("power_W", power);
+  }
+  h5::Group hbm = root.group("hbm");
+  std::vector<double> b, t, bw;
+  for (const auto& s : raw.hbm) {
+    b.push_back(s.bytes);
+    t.push_back(s.time_us);
+    bw.push_back(s.GBps);
+  }
+  hbm.column("bytes", b);
+  hbm.column("time_us", t);
+  hbm.column("GBps", bw);
+  h5::Group coll = root.group("collectives");
+  for (const auto& [op, c] : raw.collectives) {
+    h5::Group g = coll.group(op);
+    g.attribute("ranks", c.ranks);
+    g.attribute("nodes", c.nodes);
+    g.column("size_bytes", c.size_bytes);
+    g.column("time_us", c.time_us);
+    g.column("algbw_GBps", c.algbw_GBps);
+    g.column("busbw_GBps", c.busbw_GBps);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "topology/bom.hpp"
+#include "twin/cluster.hpp"
 #include "twin/fabric_report.hpp"
 
 namespace twin::cli {
@@ -11,8 +12,9 @@ Action add_bom(CLI::App& app) {
   auto opts = std::make_shared<ScenarioOptions>();
   opts->add_to(*cmd);
   return [opts] {
-    const sim::Scenario scenario = opts->load();
-    const topology::Fabric fabric(scenario.cluster, scenario.fabric);
+    const sim::Cluster cluster(opts->load());
+    const sim::Scenario& scenario = cluster.scenario();
+    const topology::Fabric& fabric = cluster.fabric();
     const topology::Bom bom = topology::compute_bom(fabric);
     if (opts->json)
       fmt::print("{}\n", sim::bom_json(fabric, bom).dump(2));

@@ -62,13 +62,15 @@ Action add_run(CLI::App& app) {
       "--per-rank", *per_rank,
       "Simulate every data-parallel replica separately (slower; checks the rank classes)");
   return [opts, out_dir, engine, per_rank, kernels] {
-    const sim::Scenario scenario = opts->load();
+    sim::Scenario loaded = opts->load();
     if (!out_dir->empty()) core::prepare_output_dir(*out_dir);
-    const topology::Fabric fabric(scenario.cluster, scenario.fabric);
+    // Perturbations must name parts of this fabric even when no step runs on it: the cluster
+    // checks them when it is built.
+    const sim::Cluster cluster(std::move(loaded));
+    const sim::Scenario& scenario = cluster.scenario();
+    const topology::Fabric& fabric = cluster.fabric();
     const topology::Bom bom = topology::compute_bom(fabric);
     if (!scenario.has_job) {
-      // Perturbations must name parts of this fabric even when no step runs on it.
-      (void)sim::fabric_state(scenario, fabric);
       const topology::Router router(fabric);
       if (opts->json) {
         fmt::print("{}\n", sim::fabric_only_json(scenario, fabric, router).dump(2));
@@ -83,7 +85,7 @@ Action add_run(CLI::App& app) {
       }
       return 0;
     }
-    const sim::StepReport report = sim::simulate_step(scenario, *engine, *per_rank);
+    const sim::StepReport report = sim::simulate_step(cluster, *engine, *per_rank);
     const std::string summary = sim::step_summary_json(scenario, report);
     // Results are printed first: a failure to write --out must not lose a finished run.
     if (opts->json) {

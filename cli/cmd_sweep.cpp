@@ -62,7 +62,8 @@ void mpi_done() {
 
 /// Rank 0's loop: reused rows, its own points (threads) and, under MPI, the other ranks' rows,
 /// recorded in point order.
-void record_points(const SweepArgs& args, const std::vector<sim::SweepPoint>& points,
+void record_points(const SweepArgs& args, const sim::ScenarioText& scenario,
+                   const std::vector<sim::SweepPoint>& points,
                    const std::vector<sim::SweepPoint>& todo,
                    const std::map<std::string, sim::PointResult>& done_before, const World& world,
                    bool progress, const std::function<void(const sim::PointResult&)>& record) {
@@ -81,7 +82,7 @@ void record_points(const SweepArgs& args, const std::vector<sim::SweepPoint>& po
       }
     };
     sim::run_points(
-        args.scenario.path, todo, args.settings,
+        scenario, todo, args.settings,
         core::worker_threads(args.threads, static_cast<int>(todo.size())),
         [&](const sim::PointResult& r) {
           flush_reused(r.index);
@@ -98,7 +99,7 @@ void record_points(const SweepArgs& args, const std::vector<sim::SweepPoint>& po
         r.index = p.index;
         record(r);
       } else if (p.index % world.size == 0) {
-        record(sim::run_point(args.scenario.path, p, args.settings, interrupt_token()));
+        record(sim::run_point(scenario, p, args.settings, interrupt_token()));
       } else {
         MPI_Status status;
         MPI_Probe(p.index % world.size, p.index, MPI_COMM_WORLD, &status);
@@ -128,20 +129,19 @@ void record_points(const SweepArgs& args, const std::vector<sim::SweepPoint>& po
 int run_sweep(const SweepArgs& args) {
   std::vector<sim::Vary> vary;
   for (const auto& v : args.vary) vary.push_back(sim::parse_vary(v, args.max_points));
-  const auto points =
-      sim::sweep_points(args.scenario.path, args.scenario.overrides, vary, args.max_points);
+  // The scenario file is read once; every point is parsed from this text in memory.
+  const sim::ScenarioText scenario = sim::ScenarioText::read(args.scenario.path);
+  const auto points = sim::sweep_points(scenario, args.scenario.overrides, vary, args.max_points);
   if (!args.out_dir.empty()) core::prepare_output_dir(args.out_dir);
   const World world = mpi_world();
 
   // Resume: rows already in OUT/sweep.csv are reused when their fingerprint (scenario after
   // overrides, options, profile, version) matches this run's; others are recomputed, and a
   // directory of another study is refused rather than overwritten.
-  const std::string study =
-      sim::study_fingerprint(args.scenario.path, args.scenario.overrides, vary);
+  const std::string study = sim::study_fingerprint(scenario, args.scenario.overrides, vary);
   std::vector<std::string> fingerprints;
   for (const auto& p : points)
-    fingerprints.push_back(
-        sim::point_fingerprint(study, args.scenario.path, p, args.settings).text());
+    fingerprints.push_back(sim::point_fingerprint(study, scenario, p, args.settings).text());
   std::map<std::string, sim::PointResult> done_before;
   const std::string csv_path = args.out_dir.empty() ? "" : args.out_dir + "/sweep.csv";
   if (!csv_path.empty() && std::filesystem::exists(csv_path)) {
@@ -171,7 +171,7 @@ int run_sweep(const SweepArgs& args) {
   if (world.rank != 0) {  // compute this rank's points and send each row to rank 0
 #ifdef CLUSTERTWIN_WITH_MPI
     sim::run_points(
-        args.scenario.path, todo, args.settings, 1,
+        scenario, todo, args.settings, 1,
         [&](const sim::PointResult& r) {
           const std::string row = sim::csv_row(r, args.settings);
           MPI_Send(row.data(), static_cast<int>(row.size()), MPI_CHAR, 0, r.index, MPI_COMM_WORLD);
@@ -210,7 +210,7 @@ int run_sweep(const SweepArgs& args) {
             : " (in " + csv_path + " and sweep.h5; the same command resumes from them)"));
   };
   try {
-    record_points(args, points, todo, done_before, world, progress, record);
+    record_points(args, scenario, points, todo, done_before, world, progress, record);
   } catch (const core::Cancelled&) {
     throw interrupted();
   }

@@ -41,5 +41,6 @@ Action add_collective(CLI::App& app);
 Action add_campaign(CLI::App& app);
 Action add_sweep(CLI::App& app);
 Action add_validate(CLI::App& app);
+Action add_schema(CLI::App& app);
 
 }  // namespace twin::cli

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   add(twin::cli::add_collective);
   add(twin::cli::add_calibrate);
   add(twin::cli::add_validate);
+  add(twin::cli::add_schema);
 
   using twin::cli::kExitBadInput;
   using twin::cli::kExitInternal;

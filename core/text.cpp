@@ -49,7 +49,10 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 }
 
 std::string with_commas(std::int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value);
+  // The magnitude as unsigned: -INT64_MIN does not fit an int64_t.
+  const std::uint64_t magnitude =
+      value < 0 ? ~static_cast<std::uint64_t>(value) + 1 : static_cast<std::uint64_t>(value);
+  std::string digits = std::to_string(magnitude);
   std::string out;
   const std::size_t n = digits.size();
   for (std::size_t i = 0; i < n; ++i) {

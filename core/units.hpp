@@ -33,5 +33,13 @@ constexpr double GBps_to_Bps(double GBps) {
 constexpr double ns_to_s(double ns) {
   return ns / kNanosPerSecond;
 }
+/// Seconds to microseconds (nccl-tests' time column, Chrome/Perfetto trace timestamps).
+inline constexpr double kMicrosPerSecond = 1e6;
+constexpr double s_to_us(double s) {
+  return s * kMicrosPerSecond;
+}
+constexpr double us_to_s(double us) {
+  return us / kMicrosPerSecond;
+}
 
 }  // namespace twin::core

@@ -68,6 +68,7 @@ struct FailureSpec {
   double degraded_link_rate_per_cable_day = 0;
   double degraded_link_hours = 4;
   double degraded_link_factor = 0.5;
+  bool operator==(const FailureSpec&) const = default;
 };
 
 struct RecoverySpec {
@@ -90,6 +91,7 @@ struct RecoverySpec {
   double repair_hours = 48;
   /// Without a spare, continue with fewer data-parallel replicas instead of waiting for repair.
   bool elastic = false;
+  bool operator==(const RecoverySpec&) const = default;
 };
 
 /// Throws core::Error naming failures.* or recovery.* fields: out-of-range values, a checkpoint

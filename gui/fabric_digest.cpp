@@ -11,19 +11,6 @@ namespace twin::gui {
 
 namespace {
 
-int tier_of(topology::LinkKind kind) {
-  switch (kind) {
-    case topology::LinkKind::nic_leaf:
-      return 0;
-    case topology::LinkKind::leaf_spine:
-      return 1;
-    case topology::LinkKind::spine_core:
-      return 2;
-    default:
-      return -1;
-  }
-}
-
 double quantile(std::vector<float>& v, double q) {
   if (v.empty()) return 0.0;
   const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
@@ -112,7 +99,7 @@ FabricDigest digest_fabric(const topology::Fabric& fabric, const std::vector<dou
   std::vector<std::pair<float, std::size_t>> busiest;
   for (std::size_t c = 0; c < cables.size(); ++c) {
     const auto& cable = cables[c];
-    const int t = tier_of(cable.kind);
+    const int t = topology::cable_tier(cable.kind);
     if (t < 0) continue;
     const auto& up = fabric.link(cable.up);
     int pod = 0;
@@ -162,7 +149,7 @@ FabricDigest digest_fabric(const topology::Fabric& fabric, const std::vector<dou
   d.scale_max = d.has_loads ? ticks.back() : 1.0;
   // Per-pod distributions, now that the scale is known.
   for (std::size_t c = 0; c < cables.size() && d.has_loads; ++c) {
-    const int t = tier_of(cables[c].kind);
+    const int t = topology::cable_tier(cables[c].kind);
     if (t < 1 || factor[c] <= 0) continue;
     const auto& src = fabric.node(fabric.link(cables[c].up).src);
     const int pod =

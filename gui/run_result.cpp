@@ -15,13 +15,14 @@ std::shared_ptr<RunResult> compute_result(const RunInputs& in, const core::Cance
   const auto start = std::chrono::steady_clock::now();
   auto r = std::make_shared<RunResult>();
   try {
-    r->scenario = sim::parse_scenario(in.yaml, in.source);
-    r->fabric = std::make_shared<topology::Fabric>(r->scenario.cluster, r->scenario.fabric);
+    const sim::Cluster cluster(sim::parse_scenario(in.yaml, in.source));
+    r->scenario = cluster.scenario();
+    r->fabric = cluster.shared_fabric();
     r->bom = topology::compute_bom(*r->fabric);
-    const topology::FabricState state = sim::fabric_state(r->scenario, *r->fabric);
+    const topology::FabricState& state = cluster.state();
     core::check(cancel);
     if (r->scenario.has_job) {
-      r->step = sim::simulate_step(r->scenario, "native", false, cancel);
+      r->step = sim::simulate_step(cluster, "native", false, cancel);
       r->has_step = true;
       r->train_days = r->step.time_to_train_days;
       core::check(cancel);
@@ -31,7 +32,8 @@ std::shared_ptr<RunResult> compute_result(const RunInputs& in, const core::Cance
         healthy.failed_switches.clear();
         healthy.failed_cables.clear();
         healthy.degraded_cables.clear();
-        const sim::StepReport h = sim::simulate_step(healthy, "native", false, cancel);
+        const sim::StepReport h =
+            sim::simulate_step(cluster.with(std::move(healthy)), "native", false, cancel);
         r->healthy_link_bytes = h.link_bytes;
         r->healthy_step_s = h.step_time_s;
         r->has_healthy = true;
@@ -42,7 +44,7 @@ std::shared_ptr<RunResult> compute_result(const RunInputs& in, const core::Cance
         o.trials = in.trials;
         o.threads = in.threads;
         o.cancel = cancel;  // checked before every trial and inside long ones
-        r->campaign = sim::run_campaign(r->scenario, o);
+        r->campaign = sim::run_campaign(cluster, o, &r->step);
         r->has_campaign = true;
         r->train_days = r->campaign.days.p50;
         core::check(cancel);

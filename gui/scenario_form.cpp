@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "topology/spec.hpp"
 #include "twin/scenario.hpp"
+#include "twin/scenario_schema.hpp"
 #include "workload/model.hpp"
 
 namespace twin::gui {
@@ -129,12 +130,18 @@ ScenarioForm::ScenarioForm(QPlainTextEdit* editor, QWidget* parent)
     s->setSingleStep(step);
     return s;
   };
-  nodes_ = spin(1, 1 << 20);
+  // Ranges from the schema where one field alone decides them; tiers stays wider than valid so
+  // that a bad value typed in the YAML reaches validation instead of being clamped.
+  auto schema_max = [](const char* path, int fallback) {
+    const sim::SchemaField* f = sim::find_schema_field(path);
+    return f != nullptr && f->bounds.max ? static_cast<int>(*f->bounds.max) : fallback;
+  };
+  nodes_ = spin(1, schema_max("cluster.nodes", 1 << 20));
   tiers_ = spin(0, 9);  // wider than valid: a bad value must reach validation, not be clamped
   radix_ = spin(0, 1024);
   tp_ = spin(1, 1024);
   pp_ = spin(1, 1024);
-  dp_ = spin(1, 1 << 22);
+  dp_ = spin(1, schema_max("parallelism.dp", 1 << 20));
   batch_ = spin(1, 1 << 24);
   spares_ = spin(0, 1 << 20);
   trials_ = spin(1, 100000);
@@ -155,22 +162,38 @@ ScenarioForm::ScenarioForm(QPlainTextEdit* editor, QWidget* parent)
   hint_ = new QLabel(this);
   hint_->setWordWrap(true);
   hint_->setStyleSheet("QLabel { color: #555; }");
-  form->addRow("nodes", nodes_);
-  form->addRow("fabric tiers", tiers_);
-  form->addRow("switch radix", radix_);
-  form->addRow("oversubscription (x:1)", oversubscription_);
-  form->addRow("NIC Gb/s", nic_);
-  form->addRow("routing", routing_);
-  form->addRow("model preset", preset_);
-  form->addRow("TP", tp_);
-  form->addRow("PP", pp_);
-  form->addRow("DP", dp_);
+  // Each scenario field's row: its label with the schema's unit, and a tooltip with the
+  // schema's path, meaning, default and valid values.
+  auto row = [form](const char* label, const char* path, QWidget* w) {
+    const sim::SchemaField* f = sim::find_schema_field(path);
+    QString text = label;
+    if (f != nullptr) {
+      if (!f->unit.empty()) text += QString(" (%1)").arg(QString::fromStdString(f->unit));
+      QString tip = QString("<b>%1</b><br>%2<br>default: %3")
+                        .arg(QString::fromStdString(f->path), QString::fromStdString(f->doc),
+                             QString::fromStdString(f->default_text));
+      if (const std::string range = f->range_text(); !range.empty())
+        tip += QString("<br>valid: %1").arg(QString::fromStdString(range).toHtmlEscaped());
+      w->setToolTip(tip);
+    }
+    form->addRow(text, w);
+  };
+  row("nodes", "cluster.nodes", nodes_);
+  row("fabric tiers", "fabric.tiers", tiers_);
+  row("switch radix", "fabric.switch_radix", radix_);
+  row("oversubscription (x:1)", "fabric.oversubscription", oversubscription_);
+  row("NIC", "cluster.nic_gbps", nic_);
+  row("routing", "fabric.routing", routing_);
+  row("model preset", "model.preset", preset_);
+  row("TP", "parallelism.tp", tp_);
+  row("PP", "parallelism.pp", pp_);
+  row("DP", "parallelism.dp", dp_);
   form->addRow("", derive_dp_);
-  form->addRow("global batch (sequences)", batch_);
+  row("global batch", "training.global_batch", batch_);
   form->addRow("", hint_);
-  form->addRow("failure-rate multiplier", failure_rate_);
-  form->addRow("checkpoint interval (min)", checkpoint_min_);
-  form->addRow("hot spares", spares_);
+  row("failure-rate multiplier", "failures.rate_multiplier", failure_rate_);
+  row("checkpoint interval", "recovery.checkpoint_interval_min", checkpoint_min_);
+  row("hot spares", "recovery.hot_spares", spares_);
   form->addRow("campaign trials", trials_);
 
   auto bind = [this](QSpinBox* s, const char* key) {

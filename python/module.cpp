@@ -152,11 +152,12 @@ std::string sweep_json(const PyScenario& base, const std::vector<std::string>& v
   std::vector<sim::Vary> vary;
   vary.reserve(vary_args.size());
   for (const auto& v : vary_args) vary.push_back(sim::parse_vary(v));
-  const auto points = sim::sweep_points(base.path(), base.overrides(), vary);
+  const sim::ScenarioText scenario = sim::ScenarioText::read(base.path());
+  const auto points = sim::sweep_points(scenario, base.overrides(), vary);
   std::vector<sim::PointResult> results;
   token.throw_if_cancelled();
   sim::run_points(
-      base.path(), points, settings,
+      scenario, points, settings,
       threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
       [&](const sim::PointResult& r) { results.push_back(r); }, false, &token);
   sim::mark_pareto(results);

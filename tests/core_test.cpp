@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <set>
 #include <string>
@@ -100,6 +102,9 @@ TEST(Text, ThousandsSeparators) {
   EXPECT_EQ(with_commas(12288), "12,288");
   EXPECT_EQ(with_commas(999), "999");
   EXPECT_EQ(with_commas(1000000), "1,000,000");
+  EXPECT_EQ(with_commas(-1234567), "-1,234,567");
+  // The most negative int64 has no positive counterpart: printed without overflow.
+  EXPECT_EQ(with_commas(std::numeric_limits<std::int64_t>::min()), "-9,223,372,036,854,775,808");
   EXPECT_EQ(with_commas(-4096), "-4,096");
 }
 

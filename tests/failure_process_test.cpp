@@ -88,7 +88,7 @@ TEST(FailureProcess, DegradedLinkStepTimeComesFromTheStepSimulation) {
       load_scenario(std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/small-3tier.yaml",
                     {"failures.degraded_link_factor=0.25"});
   const double healthy = simulate_step(s).step_time_s;
-  const auto slowdown = degraded_link_slowdown(s, healthy);
+  const auto slowdown = degraded_link_slowdown(Cluster(s), healthy);
   // One NIC cable at a quarter of its bandwidth: node 0's rail 0, the first NIC-leaf cable.
   Scenario one = s;
   one.degraded_cables = {{0, 0.25}};
@@ -114,7 +114,8 @@ TEST(FailureProcess, DegradedLinkEpisodesLengthenTheCampaign) {
   // ETTR drops below 1, and by less than the factor of a cable of each tier degraded at once.
   EXPECT_LT(links.ettr.p50, 1.0);
   const Scenario sc = load_scenario(path, with_links);
-  const double worst = degraded_link_slowdown(sc, simulate_step(sc).step_time_s)({1, 1, 1});
+  const double worst =
+      degraded_link_slowdown(Cluster(sc), simulate_step(sc).step_time_s)({1, 1, 1});
   EXPECT_GT(links.ettr.p50, 1.0 / worst);
 }
 

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -145,6 +148,43 @@ TEST(ForwardingTables, BadInputNamesTheLine) {
   spec.switch_radix = 8;
   spec.lfts = kDir + "tiny.lfts";
   EXPECT_THROW(Fabric(cluster, spec), twin::core::Error);
+}
+
+TEST(ForwardingTables, TablesWrittenFromUpDownRouteTheRealDumpTheSameWay) {
+  // The tables our D-mod-k up/down routing would program on the real NDR fabric, written as
+  // dump_lfts.sh prints them and read back: every route is the same, link for link.
+  ClusterSpec cluster;
+  FabricSpec spec;
+  spec.file = std::string(CLUSTERTWIN_TEST_DATA) + "/ibnetdiscover/nvidia-topograph-example.out";
+  const Fabric updown(cluster, spec);
+  const Router computed(updown, nullptr, RoutingMode::dmodk);
+  std::ostringstream text;
+  write_lfts(text, updown, computed);
+  const auto path = std::filesystem::temp_directory_path() / "clustertwin-lft-test.lfts";
+  std::ofstream(path) << text.str();
+  spec.lfts = path.string();
+  const auto start = std::chrono::steady_clock::now();
+  const Fabric tables(cluster, spec);
+  const double read_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::filesystem::remove(path);
+  ASSERT_NE(tables.forwarding_tables(), nullptr);
+  EXPECT_EQ(tables.forwarding_tables()->switches_with_tables(), 40);
+  std::printf("real NDR dump: %zu bytes of tables, import + tables %.3f s\n", text.str().size(),
+              read_s);
+  const Router followed(tables, nullptr, RoutingMode::ecmp);  // the mode no longer matters
+  int compared = 0;
+  for (int src = 0; src < updown.nic_count(); src += 7)
+    for (int dst = 0; dst < updown.nic_count(); dst += 5) {
+      if (!updown.nic_present(src) || !updown.nic_present(dst) || src == dst) continue;
+      const Route a = computed.nic_route(src, dst), b = followed.nic_route(src, dst);
+      ASSERT_EQ(a.hops.size(), b.hops.size()) << src << " -> " << dst;
+      for (std::size_t h = 0; h < a.hops.size(); ++h)
+        ASSERT_EQ(a.hops[h].link, b.hops[h].link) << src << " -> " << dst;
+      EXPECT_DOUBLE_EQ(a.latency_s, b.latency_s);
+      ++compared;
+    }
+  EXPECT_GT(compared, 8000);  // every 7th source x every 5th destination, cabled
 }
 
 }  // namespace

@@ -10,8 +10,8 @@ namespace {
 
 using test::error_of;
 
-std::string small() {
-  return std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/small-3tier.yaml";
+ScenarioText small() {
+  return ScenarioText::read(std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/small-3tier.yaml");
 }
 
 TEST(SweepInput, ValuesAreCheckedAndCountedBeforeWork) {

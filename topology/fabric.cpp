@@ -30,6 +30,21 @@ std::string_view to_string(NodeKind kind) {
   return "?";
 }
 
+int cable_tier(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::nic_leaf:
+      return 0;
+    case LinkKind::leaf_spine:
+      return 1;
+    case LinkKind::spine_core:
+      return 2;
+    case LinkKind::nvlink:
+    case LinkKind::pcie:
+      return -1;
+  }
+  return -1;
+}
+
 std::string_view to_string(LinkKind kind) {
   switch (kind) {
     case LinkKind::nvlink:

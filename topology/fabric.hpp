@@ -47,6 +47,8 @@ enum class LinkKind { nvlink, pcie, nic_leaf, leaf_spine, spine_core };
 
 std::string_view to_string(NodeKind kind);
 std::string_view to_string(LinkKind kind);
+/// The fabric tier of a cable kind: 0 NIC-leaf, 1 leaf-spine, 2 spine-core; -1 inside a node.
+int cable_tier(LinkKind kind);
 
 struct Node {
   NodeKind kind;

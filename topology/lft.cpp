@@ -164,4 +164,53 @@ double ForwardingTables::route_to(Route& route, const Fabric& fabric, const Fabr
   }
 }
 
+void write_lfts(std::ostream& out, const Fabric& fabric, const Router& router) {
+  const int switches = switch_count(fabric);
+  const auto nics = static_cast<std::size_t>(fabric.nic_count());
+  const std::size_t first = fabric.leaf(0).index();
+  const FabricPlan& plan = fabric.plan();
+  std::vector<int> plan_nic(nics, -1);
+  for (std::size_t i = 0; i < plan.nics.size(); ++i)
+    plan_nic[static_cast<std::size_t>(plan.nics[i].host * plan.rails + plan.nics[i].rail)] =
+        static_cast<int>(i);
+  // One source adapter per leaf reaches every destination through every switch its route
+  // crosses; D-mod-k's choice at a switch depends only on the destination.
+  std::vector<int> source_of_leaf(static_cast<std::size_t>(fabric.geometry().leaves), -1);
+  for (int n = 0; n < fabric.nic_count(); ++n)
+    if (fabric.nic_present(n) &&
+        source_of_leaf[static_cast<std::size_t>(fabric.leaf_of_nic(n))] < 0)
+      source_of_leaf[static_cast<std::size_t>(fabric.leaf_of_nic(n))] = n;
+  std::vector<int> port(static_cast<std::size_t>(switches) * nics, 0);
+  for (int dst = 0; dst < fabric.nic_count(); ++dst) {
+    if (!fabric.nic_present(dst)) continue;
+    for (int src : source_of_leaf) {
+      if (src < 0 || src == dst) continue;
+      for (const Hop& h : router.nic_route(src, dst).hops) {
+        const Link& l = fabric.link(h.link);
+        if (!fabric.is_switch(l.src)) continue;
+        const Cable& c = fabric.cable(l.cable);
+        port[(l.src.index() - first) * nics + static_cast<std::size_t>(dst)] =
+            h.link == c.up ? c.lower_port : c.upper_port;
+      }
+    }
+  }
+  const int first_nic_lid = switches + 1;
+  for (int s = 0; s < switches; ++s) {
+    const PlanSwitch& sw = plan.switches[static_cast<std::size_t>(s)];
+    out << fmt::format("Unicast lids [0x1-0x{:x}] of switch Lid {} guid 0x{:016x} ({}):\n",
+                       first_nic_lid + fabric.nic_count() - 1, s + 1, sw.guid, sw.name)
+        << "  Lid  Out   Destination\n       Port     Info \n";
+    int valid = 0;
+    for (std::size_t n = 0; n < nics; ++n) {
+      const int p = port[static_cast<std::size_t>(s) * nics + n];
+      if (p == 0 || plan_nic[n] < 0) continue;
+      const PlanNic& nic = plan.nics[static_cast<std::size_t>(plan_nic[n])];
+      out << fmt::format("0x{:04x} {:03d} : (Channel Adapter portguid 0x{:016x}: '{}')\n",
+                         first_nic_lid + static_cast<int>(n), p, nic.guid, nic.adapter);
+      ++valid;
+    }
+    out << fmt::format("{} valid lids dumped \n", valid);
+  }
+}
+
 }  // namespace twin::topology

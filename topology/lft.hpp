@@ -22,6 +22,7 @@
 /// a cable that is down) throws when routed, naming the switch and the adapters.
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,7 @@
 namespace twin::topology {
 
 struct Route;
+class Router;
 
 class ForwardingTables {
  public:
@@ -60,5 +62,10 @@ class ForwardingTables {
   std::vector<std::uint16_t> ports_;      ///< [switch * nics + nic]
   std::vector<std::vector<LinkId>> out_;  ///< [switch][port]: the link leaving through it
 };
+
+/// Writes, in dump_lfts.sh's format, the tables `router` would program on `fabric` (an imported
+/// one; the router deterministic, D-mod-k): per switch and adapter the port of its route. LIDs
+/// are made up (switches 1.., adapters after), GUIDs and descriptions are the dump's.
+void write_lfts(std::ostream& out, const Fabric& fabric, const Router& router);
 
 }  // namespace twin::topology

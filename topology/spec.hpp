@@ -49,6 +49,7 @@ struct ClusterSpec {
 
   [[nodiscard]] int gpus() const { return nodes * gpus_per_node; }
   [[nodiscard]] int nics() const { return nodes * nics_per_node; }
+  bool operator==(const ClusterSpec&) const = default;
 };
 
 struct FabricSpec {
@@ -89,6 +90,7 @@ struct FabricSpec {
   RoutingMode routing = RoutingMode::dmodk;
   /// Seed of the per-flow ECMP hash.
   std::uint64_t routing_seed = 1;
+  bool operator==(const FabricSpec&) const = default;
 };
 
 }  // namespace twin::topology

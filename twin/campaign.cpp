@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "core/units.hpp"
 #include "topology/fabric.hpp"
 #include "twin/step_sim.hpp"
 
@@ -21,20 +22,6 @@ namespace twin::sim {
 namespace {
 
 constexpr double kDay = 86400.0;
-
-/// The fabric tier of a cable (0 NIC-leaf, 1 leaf-spine, 2 spine-core), -1 for other links.
-int cable_tier(topology::LinkKind kind) {
-  switch (kind) {
-    case topology::LinkKind::nic_leaf:
-      return 0;
-    case topology::LinkKind::leaf_spine:
-      return 1;
-    case topology::LinkKind::spine_core:
-      return 2;
-    default:
-      return -1;
-  }
-}
 
 }  // namespace
 
@@ -48,22 +35,21 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
   return failures::simulate_trial(in, interval_s, seed, trial, log, cancel);
 }
 
-std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Scenario& scenario,
+std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Cluster& cluster,
                                                                       double healthy_step_s) {
   struct Cache {
-    Scenario scenario;
+    Cluster cluster;
     double healthy_step_s;
     std::vector<std::vector<int>> cables;  ///< per tier, in fabric order
     std::mutex mutex;
     std::map<std::vector<int>, double> slowdown;
   };
-  auto cache = std::make_shared<Cache>();
-  cache->scenario = scenario;
-  cache->healthy_step_s = healthy_step_s;
-  const topology::Fabric fabric(scenario.cluster, scenario.fabric);
+  const auto cache = std::shared_ptr<Cache>(new Cache{cluster, healthy_step_s, {}, {}, {}});
+  const topology::Fabric& fabric = cluster.fabric();
   cache->cables.resize(3);
   for (std::size_t c = 0; c < fabric.cable_count(); ++c)
-    if (const int tier = cable_tier(fabric.cable(topology::CableId::from_index(c)).kind); tier >= 0)
+    if (const int tier = topology::cable_tier(fabric.cable(topology::CableId::from_index(c)).kind);
+        tier >= 0)
       cache->cables[static_cast<std::size_t>(tier)].push_back(static_cast<int>(c));
   return [cache](const std::vector<int>& n) {
     {
@@ -72,12 +58,13 @@ std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Scen
       if (it != cache->slowdown.end()) return it->second;
     }
     // Simulated outside the lock: two threads may compute the same state, with the same result.
-    Scenario degraded = cache->scenario;
+    Scenario degraded = cache->cluster.scenario();
     for (std::size_t tier = 0; tier < n.size() && tier < cache->cables.size(); ++tier)
       for (int i = 0; i < n[tier] && i < static_cast<int>(cache->cables[tier].size()); ++i)
         degraded.degraded_cables.emplace_back(cache->cables[tier][static_cast<std::size_t>(i)],
                                               degraded.failures.degraded_link_factor);
-    const double s = simulate_step(degraded).step_time_s / cache->healthy_step_s;
+    const double s =
+        simulate_step(cache->cluster.with(degraded)).step_time_s / cache->healthy_step_s;
     std::lock_guard<std::mutex> lock(cache->mutex);
     return cache->slowdown.emplace(n, s).first->second;
   };
@@ -246,11 +233,22 @@ void apply_host_pool(const topology::Fabric& fabric, CampaignInputs& in) {
 }  // namespace
 
 CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& options) {
-  const StepReport healthy = simulate_step(scenario, "native", false, options.cancel);
+  if (!scenario.has_job)
+    throw core::Error("model", "", "the scenario has no model section: nothing to train",
+                      scenario.source);
+  return run_campaign(Cluster(scenario), options);
+}
+
+CampaignReport run_campaign(const Cluster& cluster, const CampaignOptions& options,
+                            const StepReport* healthy_step) {
+  const Scenario& scenario = cluster.scenario();
+  const StepReport healthy =
+      healthy_step ? *healthy_step : simulate_step(cluster, "native", false, options.cancel);
   Scenario slow = scenario;
   slow.slow_gpu = 0;
   slow.slow_factor = scenario.failures.straggler_factor;
-  const StepReport straggling = simulate_step(slow, "native", false, options.cancel);
+  const StepReport straggling =
+      simulate_step(cluster.with(std::move(slow)), "native", false, options.cancel);
   CampaignInputs in;
   in.gpus = healthy.gpus;
   in.gpus_per_node = scenario.cluster.gpus_per_node;
@@ -262,9 +260,9 @@ CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& opt
   in.failures = scenario.failures;
   in.recovery = scenario.recovery;
   in.checkpoint_bytes = 14.0 * scenario.model.total_params();
-  in.host_copy_Bps = scenario.cluster.pcie_GBps * 1e9;
+  in.host_copy_Bps = core::GBps_to_Bps(scenario.cluster.pcie_GBps);
   in.replicas = scenario.parallelism.dp;
-  const topology::Fabric fabric(scenario.cluster, scenario.fabric);
+  const topology::Fabric& fabric = cluster.fabric();
   apply_host_pool(fabric, in);
   in.leaves = fabric.geometry().leaves;
   in.nodes_per_leaf =
@@ -273,10 +271,10 @@ CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& opt
           : std::max(1, fabric.geometry().leaf_down / scenario.cluster.nics_per_node);
   in.cables_per_tier.assign(3, 0);
   for (const auto& cable : fabric.cables())
-    if (const int tier = cable_tier(cable.kind); tier >= 0)
+    if (const int tier = topology::cable_tier(cable.kind); tier >= 0)
       ++in.cables_per_tier[static_cast<std::size_t>(tier)];
   if (in.failures.degraded_link_rate_per_cable_day > 0)
-    in.degraded_slowdown = degraded_link_slowdown(scenario, healthy.step_time_s);
+    in.degraded_slowdown = degraded_link_slowdown(cluster, healthy.step_time_s);
   failures::validate(in.failures, in.recovery, in.nodes, in.work_s / kDay);
   CampaignReport rep = run_campaign(in, options);
   rep.step_time_s = healthy.step_time_s;

@@ -13,7 +13,9 @@
 #include "core/cancel.hpp"
 #include "failure_models/failures.hpp"
 #include "failure_models/trial.hpp"
+#include "twin/cluster.hpp"
 #include "twin/scenario.hpp"
+#include "twin/step_sim.hpp"
 
 namespace twin::sim {
 
@@ -40,7 +42,7 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
 /// failures.degraded_link_factor, over `healthy_step_s`: the step simulation of the scenario with
 /// the first n[k] cables of each tier degraded (a fat tree's cables of one tier are alike up to
 /// the job's placement), cached by n. Thread-safe.
-std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Scenario& scenario,
+std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Cluster& cluster,
                                                                       double healthy_step_s);
 
 struct Percentiles {
@@ -79,8 +81,13 @@ struct CampaignOptions {
 
 /// Runs the scenario's campaign: the step simulation for the healthy and straggler states, then
 /// `trials` Monte Carlo trials, the interval sweep and the straggler-free what-if.
+/// The campaign of the cluster's job: its step (`healthy_step` when the caller has simulated it
+/// already), the step with one straggling GPU, then the trials.
+CampaignReport run_campaign(const Cluster& cluster, const CampaignOptions& options,
+                            const StepReport* healthy_step = nullptr);
+/// The same on a cluster built from `scenario`.
 CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& options);
-/// The same from explicit inputs (for tests and sweeps).
+/// The same from explicit inputs (for tests).
 CampaignReport run_campaign(const CampaignInputs& inputs, const CampaignOptions& options);
 
 std::string campaign_text(const Scenario& scenario, const CampaignReport& report);

@@ -12,6 +12,7 @@
 #include "calibrate/fit.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "core/units.hpp"
 #include "netsim/collective.hpp"
 #include "netsim/nccl_model.hpp"
 #include "topology/fabric.hpp"
@@ -58,13 +59,7 @@ Observations observe(const Scenario& scenario, const std::vector<calibrate::Nccl
   Observations out;
   const netsim::NcclModel model(picker);
   for (const auto& log : logs) {
-    const int nodes = options.nodes > 0 ? options.nodes : log.nodes;
-    const int gpn = options.gpus_per_node > 0 ? options.gpus_per_node : log.gpus_per_node;
-    if (nodes <= 0 || gpn <= 0)
-      throw core::Error("scale", "",
-                        "the log does not say how many nodes and GPUs per node it ran on (no "
-                        "'# Using devices' block); give --nodes and --gpus-per-node",
-                        log.source);
+    const auto [nodes, gpn] = calibrate::log_scale(log, options);
     const Scenario s = resized(scenario, nodes, gpn);
     const topology::Fabric fabric(s.cluster, s.fabric);
     netsim::CollectiveSimulator sim(fabric, nullptr, picker, netsim::make_engine("native"));
@@ -81,7 +76,7 @@ Observations observe(const Scenario& scenario, const std::vector<calibrate::Nccl
         const Key key{op,         r.algorithm,
                       r.protocol, nodes > 1 ? netsim::Scope::inter_node : netsim::Scope::intra_node,
                       nodes,      gpn};
-        out[key].push_back({point.size_bytes, point.time_us, flow_s / fraction * 1e6});
+        out[key].push_back({point.size_bytes, point.time_us, core::s_to_us(flow_s / fraction)});
       }
     }
   }
@@ -163,8 +158,7 @@ double latency_misfit(const Scenario& scenario, const std::vector<calibrate::Ncc
   const netsim::Choice choice =
       netsim::parse_choice(options.algorithm.empty() ? "auto" : options.algorithm, "--algo");
   for (const auto& log : logs) {
-    const int nodes = options.nodes > 0 ? options.nodes : log.nodes;
-    const int gpn = options.gpus_per_node > 0 ? options.gpus_per_node : log.gpus_per_node;
+    const auto [nodes, gpn] = calibrate::log_scale(log, options);
     if ((nodes > 1) != network) continue;
     const Scenario sc = resized(scenario, nodes, gpn);
     const topology::Fabric fabric(sc.cluster, sc.fabric);
@@ -178,7 +172,7 @@ double latency_misfit(const Scenario& scenario, const std::vector<calibrate::Ncc
       for (const auto& pt : points) {
         if (pt.time_us > 2 * fastest || pt.size_bytes > kLatencyRowMaxBytes) continue;
         const auto r = sim.run(netsim::parse_op(run.op, "op"), choice, groups, pt.size_bytes);
-        sum += std::pow(std::log(r.time_s * 1e6 / pt.time_us), 2);
+        sum += std::pow(std::log(core::s_to_us(r.time_s) / pt.time_us), 2);
         ++used;
       }
     }

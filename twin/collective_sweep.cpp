@@ -10,10 +10,12 @@
 #include "calibrate/profile.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "core/units.hpp"
 #include "netsim/collective.hpp"
 #include "topology/fabric.hpp"
 #include "topology/fat_tree.hpp"
 #include "topology/placement.hpp"
+#include "twin/cluster.hpp"
 
 namespace twin::sim {
 namespace {
@@ -129,10 +131,16 @@ Scenario resized(const Scenario& scenario, int nodes, int gpus_per_node) {
 }
 
 SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec) {
-  const Scenario s = resized(scenario, spec.nodes, spec.gpus_per_node);
-  const topology::Fabric fabric(s.cluster, s.fabric);
+  // Collectives are measured on the healthy fabric, as nccl-tests runs on a fresh allocation:
+  // the scenario's perturbations name parts of its own fabric, not of a resized one.
+  Scenario s = resized(scenario, spec.nodes, spec.gpus_per_node);
+  s.failed_switches.clear();
+  s.failed_cables.clear();
+  s.degraded_cables.clear();
+  const Cluster cluster(std::move(s));
+  const topology::Fabric& fabric = cluster.fabric();
   const calibrate::Profile profile =
-      calibrate::load_profile(spec.profile.empty() ? s.cluster.gpu : spec.profile);
+      spec.profile.empty() ? cluster.profile() : calibrate::load_profile(spec.profile);
   if (spec.sizes.empty()) throw core::Error("--sizes", "", "no sizes to run");
   const netsim::CollectiveOp op = netsim::parse_op(spec.op, "--op");
   netsim::Choice choice = netsim::parse_choice(spec.algorithm, "--algo");
@@ -148,7 +156,7 @@ SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec
   SweepResult result{spec.op, spec.engine, profile.name, spec.nodes, spec.gpus_per_node, {}};
   for (double size : spec.sizes) {
     const auto r = sim.run(op, choice, groups, size);
-    result.rows.push_back({size, r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps,
+    result.rows.push_back({size, core::s_to_us(r.time_s), r.algbw_GBps, r.busbw_GBps,
                            std::string(netsim::to_text(r.algorithm)),
                            std::string(netsim::to_text(r.protocol))});
   }

@@ -20,6 +20,7 @@ struct CostSpec {
   double usd_per_mwh = 100;      ///< electricity (illustrative)
   double pue = 1.3;              ///< facility overhead on IT power (illustrative)
   double amortization_years = 4;  ///< capital spread over this life for a GPU-hour price
+  bool operator==(const CostSpec&) const = default;
 };
 
 struct CostReport {

@@ -35,6 +35,7 @@ struct ValidationSpec {
   double published = 0;
   std::string source;
   std::string notes;
+  bool operator==(const ValidationSpec&) const = default;
 };
 
 /// Families of published runs: megatron (NeMo, Megatron-Bridge, Megatron-DeepSpeed) and fsdp
@@ -83,6 +84,8 @@ struct Scenario {
   std::string source;
   /// The `--set dotted.path=value` overrides applied on top of the source, in order.
   std::vector<std::string> overrides;
+  /// Field by field; `source` and `overrides` (where it came from) included.
+  bool operator==(const Scenario&) const = default;
 };
 
 /// The embedded default scenario (scenarios/default.yaml at build time).
@@ -93,6 +96,18 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
                         const std::vector<std::string>& overrides = {});
 /// Reads a scenario file, or the embedded default when `path` is empty.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// A scenario's text, read once (a file, or the embedded default when the path is empty), from
+/// which variants are parsed in memory: the points of a sweep differ only in their overrides.
+struct ScenarioText {
+  std::string source;  ///< the path, or "<default>"
+  std::string text;
+  /// Throws core::Error for an unreadable file (as load_scenario does).
+  static ScenarioText read(const std::string& path);
+  [[nodiscard]] Scenario load(const std::vector<std::string>& overrides = {}) const;
+  /// The YAML tree after the overrides as canonical text (see resolved_yaml).
+  [[nodiscard]] std::string resolved(const std::vector<std::string>& overrides = {}) const;
+};
 
 /// The scenario's YAML tree after the overrides, as canonical text (comments and layout dropped,
 /// key order kept): what determines a run, for fingerprints. Throws core::Error like

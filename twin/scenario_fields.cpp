@@ -82,9 +82,7 @@ void apply_profile_hardware(Scenario& s, const YAML::Node& cluster, const Origin
   }
 }
 
-void write_pipeline_fields(YAML::Emitter& out, const workload::ParallelismSpec& p) {
-  out << YAML::Key << "cp" << YAML::Value << p.cp;
-  out << YAML::Key << "stage_layers" << YAML::Value;
+void write_stage_layers(YAML::Emitter& out, const workload::ParallelismSpec& p) {
   if (p.stage_layers_auto) {
     out << "auto";
   } else if (p.stage_layers.empty()) {

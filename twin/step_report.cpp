@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/text.hpp"
+#include "core/units.hpp"
 #include "twin/step_sim.hpp"
 
 namespace twin::sim {
@@ -99,8 +100,8 @@ std::string step_trace_json(const StepReport& r) {
   for (const auto& op : r.timeline) {
     events.push_back({{"name", op.name},
                       {"ph", "X"},
-                      {"ts", op.start_s * 1e6},
-                      {"dur", (op.end_s - op.start_s) * 1e6},
+                      {"ts", core::s_to_us(op.start_s)},
+                      {"dur", core::s_to_us(op.end_s - op.start_s)},
                       {"pid", op.stage},
                       {"tid", op.stream == "compute" ? 0 : 1}});
     // The kernels of micro-batch 0 (every chunk, forward and backward), laid end to end over
@@ -114,8 +115,8 @@ std::string step_trace_json(const StepReport& r) {
     auto emit = [&](const workload::Kernel& k, int layer) {
       events.push_back({{"name", k.name},
                         {"ph", "X"},
-                        {"ts", at * 1e6},
-                        {"dur", k.time_s * stretch * 1e6},
+                        {"ts", core::s_to_us(at)},
+                        {"dur", core::s_to_us(k.time_s * stretch)},
                         {"pid", op.stage},
                         {"tid", 2},
                         {"args",

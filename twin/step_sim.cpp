@@ -267,18 +267,19 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
 
 namespace {
 
-StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, bool per_rank,
+StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, bool per_rank,
                           const core::CancelToken* cancel) {
   core::check(cancel);
+  const Scenario& scenario = cluster.scenario();
   const auto& model = scenario.model;
   const auto& p = scenario.parallelism;
   const auto& t = scenario.training;
-  const topology::Fabric fabric(scenario.cluster, scenario.fabric);
-  const calibrate::Profile profile = calibrate::load_profile(scenario.cluster.gpu);
+  const topology::Fabric& fabric = cluster.fabric();
+  const calibrate::Profile& profile = cluster.profile();
   // Ranks to GPUs: the identity on a whole generated cluster; on an imported fabric or with
   // drained nodes, the usable hosts in fabric order (topology/placement.hpp).
-  Layout layout = workload::make_layout(
-      model, p, t, topology::job_ranks(fabric, p.tp * p.cp, p.pp, p.dp));
+  Layout layout =
+      workload::make_layout(model, p, t, topology::job_ranks(fabric, p.tp * p.cp, p.pp, p.dp));
   const topology::Placement placement = topology::place_job(fabric, layout.gpus);
   const bool placed = !placement.identity();
   const workload::KernelCoster coster = [&] {
@@ -307,7 +308,7 @@ StepReport simulate_fixed(const Scenario& scenario, const std::string& engine, b
   r.memory_capacity_GB = profile.hbm_GB.value;
   workload::check_memory(r.memory, profile.hbm_GB.value, profile.gpu_model);
 
-  const topology::FabricState state = fabric_state(scenario, fabric);
+  const topology::FabricState& state = cluster.state();
   netsim::CollectiveSimulator net(fabric, state.healthy() ? nullptr : &state, profile,
                                   netsim::make_engine(engine));
   r.link_bytes.assign(fabric.link_count(), 0.0);
@@ -520,8 +521,17 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
   if (!scenario.has_job)
     throw core::Error("model", "", "the scenario has no model section: nothing to train",
                       scenario.source);
+  return simulate_step(Cluster(scenario), engine, per_rank, cancel);
+}
+
+StepReport simulate_step(const Cluster& cluster, const std::string& engine, bool per_rank,
+                         const core::CancelToken* cancel) {
+  const Scenario& scenario = cluster.scenario();
+  if (!scenario.has_job)
+    throw core::Error("model", "", "the scenario has no model section: nothing to train",
+                      scenario.source);
   if (scenario.parallelism.virtual_stages != 0)
-    return simulate_fixed(scenario, engine, per_rank, cancel);
+    return simulate_fixed(cluster, engine, per_rank, cancel);
   // virtual_stages: auto — the fastest interleaving that fits in memory and divides the work.
   std::optional<StepReport> best;
   std::optional<core::Error> last_error;
@@ -532,7 +542,7 @@ StepReport simulate_step(const Scenario& scenario, const std::string& engine, bo
     Scenario candidate = scenario;
     candidate.parallelism.virtual_stages = v;
     try {
-      StepReport r = simulate_fixed(candidate, engine, per_rank, cancel);
+      StepReport r = simulate_fixed(cluster.with(candidate), engine, per_rank, cancel);
       if (!best || r.step_time_s < best->step_time_s) best = std::move(r);
     } catch (const core::Error& e) {
       if (e.field().rfind("parallelism", 0) != 0 && e.field() != "training.global_batch") throw;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/cancel.hpp"
+#include "twin/cluster.hpp"
 #include "twin/scenario.hpp"
 #include "workload/parallelism.hpp"
 #include "workload/step_program.hpp"
@@ -81,6 +82,9 @@ struct StepReport {
 /// own TP/EP/pipeline groups solved separately (the check on the rank-class abstraction; cost
 /// grows with dp). With `cancel` set, throws core::Cancelled at the start and between replicas
 /// once it is cancelled.
+StepReport simulate_step(const Cluster& cluster, const std::string& engine = "native",
+                         bool per_rank = false, const core::CancelToken* cancel = nullptr);
+/// The same on a cluster built from `scenario` (one step: nothing to share).
 StepReport simulate_step(const Scenario& scenario, const std::string& engine = "native",
                          bool per_rank = false, const core::CancelToken* cancel = nullptr);
 

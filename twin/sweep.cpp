@@ -17,6 +17,7 @@
 #include "twin/campaign.hpp"
 #include "twin/cost_model.hpp"
 #include "twin/scenario.hpp"
+#include "twin/scenario_schema.hpp"
 #include "twin/step_sim.hpp"
 #include "twin/yaml_reader.hpp"
 
@@ -105,7 +106,7 @@ Vary parse_vary(const std::string& arg, std::size_t max_points) {
   return v;
 }
 
-std::vector<SweepPoint> sweep_points(const std::string& scenario_path,
+std::vector<SweepPoint> sweep_points(const ScenarioText& scenario,
                                      const std::vector<std::string>& base,
                                      const std::vector<Vary>& vary, std::size_t max_points) {
   if (vary.empty()) throw core::Error("--vary", "", "give at least one --vary key=values");
@@ -124,13 +125,16 @@ std::vector<SweepPoint> sweep_points(const std::string& scenario_path,
                       fmt::format("the cross product has more than {} points; vary fewer values "
                                   "or raise the cap with --max-points",
                                   max_points));
-  // Every value must load into its field before any work starts.
-  for (const auto& v : vary)
+  // Every key must be a field of the schema and every value must suit it, then load into the
+  // scenario, before any work starts.
+  for (const auto& v : vary) {
+    for (const auto& value : v.values) check_override(v.key, value, "--vary");
     for (const auto& value : v.values) {
       auto overrides = base;
       overrides.push_back(v.key + "=" + value);
-      (void)load_scenario(scenario_path, overrides);
+      (void)scenario.load(overrides);
     }
+  }
   std::vector<SweepPoint> points(1);
   points[0].overrides = base;
   for (const auto& v : vary) {
@@ -171,23 +175,23 @@ std::string Fingerprint::difference(const Fingerprint& o) const {
   return {};
 }
 
-std::string study_fingerprint(const std::string& scenario_path,
-                              const std::vector<std::string>& base, const std::vector<Vary>& vary) {
-  std::string text = resolved_yaml(scenario_path, base);
+std::string study_fingerprint(const ScenarioText& scenario, const std::vector<std::string>& base,
+                              const std::vector<Vary>& vary) {
+  std::string text = scenario.resolved(base);
   for (const auto& v : vary) text += "\nvary " + v.key;
   return core::fingerprint(text);
 }
 
-Fingerprint point_fingerprint(const std::string& study, const std::string& scenario_path,
+Fingerprint point_fingerprint(const std::string& study, const ScenarioText& scenario,
                               const SweepPoint& point, const SweepSettings& s) {
   Fingerprint f;
   f.study = study;
-  f.point = core::fingerprint(resolved_yaml(scenario_path, point.overrides));
+  f.point = core::fingerprint(scenario.resolved(point.overrides));
   f.options = core::fingerprint(
       s.campaign ? fmt::format("campaign trials={} seed={}", s.trials, s.seed) : "step");
   std::string profile_text;
   try {
-    const Scenario sc = load_scenario(scenario_path, point.overrides);
+    const Scenario sc = scenario.load(point.overrides);
     profile_text = calibrate::to_json(calibrate::load_profile(sc.cluster.gpu));
   } catch (const core::Error& e) {
     profile_text = e.what();  // the point will be infeasible for the same reason
@@ -227,17 +231,17 @@ ResumePlan plan_resume(const std::map<std::string, PointResult>& earlier,
   return plan;
 }
 
-PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
-                      const SweepSettings& s, const core::CancelToken* cancel) {
+PointResult run_point(const ScenarioText& scenario, const SweepPoint& point, const SweepSettings& s,
+                      const core::CancelToken* cancel) {
   core::check(cancel);
   PointResult r;
   r.index = point.index;
   r.label = point.label;
   try {
-    const Scenario sc = load_scenario(scenario_path, point.overrides);
-    const topology::Fabric fabric(sc.cluster, sc.fabric);
-    const topology::Bom bom = topology::compute_bom(fabric);
-    const StepReport step = simulate_step(sc, "native", false, cancel);
+    const Cluster cluster(scenario.load(point.overrides));
+    const Scenario& sc = cluster.scenario();
+    const topology::Bom bom = topology::compute_bom(cluster.fabric());
+    const StepReport step = simulate_step(cluster, "native", false, cancel);
     const double days = sc.training.tokens / step.tokens_per_s / 86400.0;
     double wall_days = days;
     std::vector<std::pair<std::string, double>> campaign;
@@ -247,7 +251,7 @@ PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
       o.seed = s.seed;
       o.threads = 1;
       o.cancel = cancel;
-      const CampaignReport c = run_campaign(sc, o);
+      const CampaignReport c = run_campaign(cluster, o, &step);
       wall_days = c.days.p50;
       double lost = 0;
       for (const auto& [k, h] : c.lost_gpu_hours) lost += h;
@@ -283,15 +287,13 @@ PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
   return r;
 }
 
-void run_points(const std::string& scenario_path, const std::vector<SweepPoint>& points,
+void run_points(const ScenarioText& scenario, const std::vector<SweepPoint>& points,
                 const SweepSettings& s, int threads,
                 const std::function<void(const PointResult&)>& done, bool progress,
                 const core::CancelToken* cancel) {
   core::ordered_parallel(
       static_cast<int>(points.size()), threads,
-      [&](int i) {
-        return run_point(scenario_path, points[static_cast<std::size_t>(i)], s, cancel);
-      },
+      [&](int i) { return run_point(scenario, points[static_cast<std::size_t>(i)], s, cancel); },
       [&](int, const PointResult& r) { done(r); }, progress ? "points" : nullptr);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cancel.hpp"
+#include "twin/scenario.hpp"
 
 namespace twin::sim {
 
@@ -35,7 +36,7 @@ struct SweepPoint {
 /// The cross product, validated before any work: every key must exist and every value must
 /// parse into its field, a key may be varied once, and the product may hold at most
 /// `max_points` points (core::Error naming the key or the count otherwise).
-std::vector<SweepPoint> sweep_points(const std::string& scenario_path,
+std::vector<SweepPoint> sweep_points(const ScenarioText& scenario,
                                      const std::vector<std::string>& base,
                                      const std::vector<Vary>& vary,
                                      std::size_t max_points = kDefaultMaxPoints);
@@ -71,9 +72,9 @@ struct Fingerprint {
 };
 
 /// The study part: the scenario after the base overrides, and the varied keys.
-std::string study_fingerprint(const std::string& scenario_path,
-                              const std::vector<std::string>& base, const std::vector<Vary>& vary);
-Fingerprint point_fingerprint(const std::string& study, const std::string& scenario_path,
+std::string study_fingerprint(const ScenarioText& scenario, const std::vector<std::string>& base,
+                              const std::vector<Vary>& vary);
+Fingerprint point_fingerprint(const std::string& study, const ScenarioText& scenario,
                               const SweepPoint& point, const SweepSettings& s);
 
 /// The program version that fingerprints name (results of another version are recomputed).
@@ -81,13 +82,13 @@ const char* program_version();
 
 /// One point. Errors become the point's status; a cancellation (`cancel`, checked before the
 /// point and inside its step and campaign) propagates as core::Cancelled.
-PointResult run_point(const std::string& scenario_path, const SweepPoint& point,
-                      const SweepSettings& s, const core::CancelToken* cancel = nullptr);
+PointResult run_point(const ScenarioText& scenario, const SweepPoint& point, const SweepSettings& s,
+                      const core::CancelToken* cancel = nullptr);
 
 /// Runs points on threads; `done` is called in point order (for incremental output). On
 /// cancellation throws core::Cancelled once the running points have stopped; every point handed
 /// to `done` before that is complete.
-void run_points(const std::string& scenario_path, const std::vector<SweepPoint>& points,
+void run_points(const ScenarioText& scenario, const std::vector<SweepPoint>& points,
                 const SweepSettings& s, int threads,
                 const std::function<void(const PointResult&)>& done, bool progress,
                 const core::CancelToken* cancel = nullptr);

@@ -1,5 +1,7 @@
 #include "twin/yaml_reader.hpp"
 
+#include "twin/scenario_schema.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -157,6 +159,7 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
     std::vector<YAML::Node> chain{root};
     for (const auto& part : parts)
       if (part.empty()) throw core::Error(path, text, "empty key in dotted path", "--set");
+    check_override(path, text, "--set");
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
       YAML::Node next = chain.back()[parts[i]];
       if (next.IsDefined() && !next.IsNull() && !next.IsMap())

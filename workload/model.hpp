@@ -62,6 +62,7 @@ struct ModelSpec {
   [[nodiscard]] double forward_flops(double sequences) const;
   /// Forward FLOPs of the attention-score part only (recomputed by selective recompute).
   [[nodiscard]] double attention_score_flops(double sequences) const;
+  bool operator==(const ModelSpec&) const = default;
 };
 
 std::vector<std::string> model_presets();

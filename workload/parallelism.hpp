@@ -40,6 +40,7 @@ struct ParallelismSpec {
   int micro_batch = 1;     ///< sequences per micro-batch
   bool sequence_parallel = true;
   std::string recompute = "none";  ///< none, selective, full
+  bool operator==(const ParallelismSpec&) const = default;
 };
 
 struct TrainingSpec {
@@ -56,6 +57,7 @@ struct TrainingSpec {
   bool overlap_param_gather = true;
   double memory_reserve_GB = 4.0;
   double price_per_gpu_hour = 2.0;  ///< illustrative, for the cost line
+  bool operator==(const TrainingSpec&) const = default;
 };
 
 struct Layout {

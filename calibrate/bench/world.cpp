@@ -99,6 +99,8 @@ void fail_world(const World& world, const std::string& message, int code) {
   std::fflush(stderr);
 #ifdef CLUSTERTWIN_WITH_MPI
   if (world.mpi) MPI_Abort(MPI_COMM_WORLD, code);
+#else
+  (void)code;  // without MPI the caller exits with it
 #endif
 }
 
@@ -112,28 +114,34 @@ void finish_world(const World& world) {
   (void)world;
 }
 
-double sum_over_ranks(double value, const World& world) {
+namespace {
+
+enum class Reduction { sum, max };
+
+/// `value` reduced over every rank (itself without MPI).
+double over_ranks(double value, Reduction how, const World& world) {
 #ifdef CLUSTERTWIN_WITH_MPI
   if (world.mpi) {
     double out = 0;
-    check_mpi(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, how == Reduction::sum ? MPI_SUM : MPI_MAX,
+                            MPI_COMM_WORLD),
+              "MPI_Allreduce");
     return out;
   }
 #endif
+  (void)how;
   (void)world;
   return value;
 }
 
+}  // namespace
+
+double sum_over_ranks(double value, const World& world) {
+  return over_ranks(value, Reduction::sum, world);
+}
+
 double max_over_ranks(double value, const World& world) {
-#ifdef CLUSTERTWIN_WITH_MPI
-  if (world.mpi) {
-    double out = 0;
-    check_mpi(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-    return out;
-  }
-#endif
-  (void)world;
-  return value;
+  return over_ranks(value, Reduction::max, world);
 }
 
 void barrier(const World& world) {

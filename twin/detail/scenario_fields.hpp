@@ -14,7 +14,7 @@ void read_pipeline_fields(MapReader& r, workload::ParallelismSpec& p);
 /// values the scenario states explicitly that differ from the profile are recorded in
 /// Scenario::hardware_overrides. Throws core::Error naming cluster.gpu for an unknown profile.
 void apply_profile_hardware(Scenario& s, const YAML::Node& cluster, const Origin& origin);
-/// Writes the pipeline fields in to_yaml's form.
-void write_pipeline_fields(YAML::Emitter& out, const workload::ParallelismSpec& p);
+/// Writes parallelism.stage_layers in to_yaml's form (auto, a list, or null for an even split).
+void write_stage_layers(YAML::Emitter& out, const workload::ParallelismSpec& p);
 
 }  // namespace twin::sim::detail
