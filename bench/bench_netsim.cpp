@@ -125,6 +125,14 @@ BENCHMARK(BM_Collective)
     ->ArgNames({"gpus", "op", "simgrid"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+// All-to-all: "auto" runs PXN (NCCL's default), aggregated per NIC pair (n G (m-1) network
+// flows: 131k at 1,024 GPUs, 2.1M at 4,096) and solved in closed form when single-level.
+BENCHMARK(BM_Collective)
+    ->Args({1024, static_cast<int>(netsim::CollectiveOp::alltoall), 0})
+    ->Args({4096, static_cast<int>(netsim::CollectiveOp::alltoall), 0})
+    ->ArgNames({"gpus", "op", "simgrid"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 

@@ -10,11 +10,16 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/text.hpp"
+#include "netsim/closed_form.hpp"
 
 namespace twin::netsim {
 namespace {
 
 using Kind = Transfer::Kind;
+
+/// Room reserved per flow in a phase's route table: a GPU-to-GPU route across a 3-tier tree
+/// (PCIe, NIC, 4 switch links, NIC, PCIe). Only a reservation: longer routes grow it.
+constexpr std::size_t kTypicalHops = 8;
 
 struct GroupShape {
   std::vector<int> nodes;  ///< servers in order of first appearance
@@ -45,7 +50,7 @@ GroupScale scale_of(const GroupShape& s, std::size_t ranks) {
 void add_ring(std::vector<Transfer>& out, const std::vector<int>& order, double edge_bytes) {
   const std::size_t n = order.size();
   for (std::size_t i = 0; i < n; ++i)
-    out.push_back({Kind::gpu_to_gpu, order[i], order[(i + 1) % n], edge_bytes});
+    out.push_back({Kind::gpu_to_gpu, order[i], order[(i + 1) % n], 1, edge_bytes});
 }
 
 /// Rail-aligned ring channels over whole nodes: channel c enters node i on rail (c+i) mod G and
@@ -102,8 +107,8 @@ void require_whole_nodes(const GroupShape& s, Algorithm algorithm, bool multi_no
 void add_nvls(std::vector<Transfer>& out, const std::vector<int>& gpus, double bytes) {
   const double n = static_cast<double>(gpus.size());
   for (int g : gpus) {
-    out.push_back({Kind::to_switch, g, -1, bytes * (n + 1) / n});
-    out.push_back({Kind::from_switch, -1, g, bytes * (n + 1) / n});
+    out.push_back({Kind::to_switch, g, -1, 1, bytes * (n + 1) / n});
+    out.push_back({Kind::from_switch, -1, g, 1, bytes * (n + 1) / n});
   }
 }
 
@@ -117,10 +122,26 @@ void add_double_tree(std::vector<Transfer>& out, const GroupShape& s, int per, d
     for (int pos = 1; pos < m; ++pos) {
       const int child = s.nodes[(pos + tree) % m], parent = s.nodes[((pos - 1) / 2 + tree) % m];
       for (int c = 0; c < per; ++c) {
-        out.push_back({Kind::gpu_to_gpu, child * per + c, parent * per + c, share});
-        out.push_back({Kind::gpu_to_gpu, parent * per + c, child * per + c, share});
+        out.push_back({Kind::gpu_to_gpu, child * per + c, parent * per + c, 1, share});
+        out.push_back({Kind::gpu_to_gpu, parent * per + c, child * per + c, 1, share});
       }
     }
+}
+
+void check_size(double bytes) {
+  if (!(bytes > 0)) throw core::Error("size", fmt::format("{}", bytes), "must be positive");
+}
+
+/// Identical phases (same transfers, bytes relative to the collective's size) share a solve.
+std::uint64_t signature_of(const Phase& phase, double bytes) {
+  std::uint64_t key = core::hash_combine(0xC011, phase.transfers.size());
+  for (const auto& t : phase.transfers)
+    key = core::hash_combine(
+        key,
+        static_cast<std::uint64_t>(t.kind) * 1000003u + static_cast<std::uint64_t>(t.src_gpu + 1),
+        static_cast<std::uint64_t>(t.dst_gpu + 1) * 1000003u + t.members,
+        static_cast<std::uint64_t>(std::llround(t.bytes / bytes * 1e9)));
+  return key == 0 ? 1 : key;
 }
 
 Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
@@ -146,7 +167,7 @@ Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
         Phase phase = new_phase(algo, scope_of(first), first, groups.front().size());
         for (const auto& group : groups)
           for (std::size_t i = 0; i + 1 < group.size(); ++i)
-            phase.transfers.push_back({Kind::gpu_to_gpu, group[i], group[i + 1], bytes});
+            phase.transfers.push_back({Kind::gpu_to_gpu, group[i], group[i + 1], 1, bytes});
         plan.phases.push_back(std::move(phase));
       } else {
         plan.phases.push_back(ring_phase(fabric, op, groups, bytes));
@@ -191,8 +212,8 @@ Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
         require_whole_nodes(shape_of(fabric, group), algo, true);
         add_nvls(phase.transfers, group, bytes);
         for (int g : group) {
-          phase.transfers.push_back({Kind::to_leaf, g, -1, bytes / per});
-          phase.transfers.push_back({Kind::from_leaf, -1, g, bytes / per});
+          phase.transfers.push_back({Kind::to_leaf, g, -1, 1, bytes / per});
+          phase.transfers.push_back({Kind::from_leaf, -1, g, 1, bytes / per});
         }
       }
       plan.phases.push_back(std::move(phase));
@@ -209,8 +230,8 @@ Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
           for (int c = 0; c < per; ++c)
             for (int k = 1; k < per; ++k) {
               const int a = node * per + (c + k) % per, b = node * per + (c + k - 1) % per;
-              phase.transfers.push_back({Kind::gpu_to_gpu, a, b, bytes / per});
-              phase.transfers.push_back({Kind::gpu_to_gpu, b, a, bytes / per});
+              phase.transfers.push_back({Kind::gpu_to_gpu, a, b, 1, bytes / per});
+              phase.transfers.push_back({Kind::gpu_to_gpu, b, a, 1, bytes / per});
             }
       }
       plan.phases.push_back(std::move(phase));
@@ -243,7 +264,7 @@ Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
         const double chunk = bytes / static_cast<double>(group.size());
         for (int a : group)
           for (int b : group)
-            if (a != b) phase.transfers.push_back({Kind::gpu_to_gpu, a, b, chunk});
+            if (a != b) phase.transfers.push_back({Kind::gpu_to_gpu, a, b, 1, chunk});
       }
       plan.phases.push_back(std::move(phase));
       break;
@@ -255,19 +276,20 @@ Plan make_plan(const topology::Fabric& fabric, CollectiveOp op, Algorithm algo,
         require_whole_nodes(s, algo, true);
         const double chunk = bytes / static_cast<double>(group.size());
         const double m = static_cast<double>(s.nodes.size());
+        phase.transfers.reserve(phase.transfers.size() + group.size() * (group.size() - 1) / per);
         for (int node : s.nodes) {
           // NVLink: to each local GPU h its own chunk plus the chunks bound for rail h elsewhere.
           for (int g = 0; g < per; ++g)
             for (int h = 0; h < per; ++h)
               if (g != h)
-                phase.transfers.push_back(
-                    {Kind::gpu_to_gpu, node * per + g, node * per + h, m * chunk});
+                phase.transfers.push_back({Kind::gpu_to_gpu, node * per + g, node * per + h,
+                                           static_cast<std::uint32_t>(s.nodes.size()), m * chunk});
           // NIC r to NIC r: every local GPU's chunk for GPU r of the other node.
           for (int other : s.nodes)
             if (other != node)
               for (int r = 0; r < per; ++r)
-                phase.transfers.push_back(
-                    {Kind::gpu_to_gpu, node * per + r, other * per + r, per * chunk});
+                phase.transfers.push_back({Kind::gpu_to_gpu, node * per + r, other * per + r,
+                                           static_cast<std::uint32_t>(per), per * chunk});
         }
       }
       plan.phases.push_back(std::move(phase));
@@ -305,7 +327,7 @@ std::string to_text(const Choice& c) {
 
 Plan plan_collective(const topology::Fabric& fabric, CollectiveOp op, Algorithm algorithm,
                      const std::vector<std::vector<int>>& groups, double bytes) {
-  if (!(bytes > 0)) throw core::Error("size", fmt::format("{}", bytes), "must be positive");
+  check_size(bytes);
   if (groups.empty()) throw core::Error("groups", "", "no group to run the collective on");
   std::set<int> seen;
   for (const auto& group : groups) {
@@ -324,7 +346,9 @@ Plan plan_collective(const topology::Fabric& fabric, CollectiveOp op, Algorithm 
         throw core::Error("group", std::to_string(g), "GPU appears twice among the groups");
     }
   }
-  return make_plan(fabric, op, algorithm, groups, bytes);
+  Plan plan = make_plan(fabric, op, algorithm, groups, bytes);
+  for (Phase& phase : plan.phases) phase.signature = signature_of(phase, bytes);
+  return plan;
 }
 
 CollectiveSimulator::CollectiveSimulator(const topology::Fabric& fabric,
@@ -356,61 +380,84 @@ const calibrate::CollectiveCurve& CollectiveSimulator::curve(const Phase& phase,
 
 const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase& phase,
                                                                     double bytes) {
-  std::uint64_t key = core::hash_combine(0xC011, phase.transfers.size());
-  for (const auto& t : phase.transfers)
-    key = core::hash_combine(
-        key,
-        static_cast<std::uint64_t>(t.kind) * 1000003u + static_cast<std::uint64_t>(t.src_gpu + 1),
-        static_cast<std::uint64_t>(t.dst_gpu + 1),
-        static_cast<std::uint64_t>(std::llround(t.bytes / bytes * 1e9)));
+  const std::uint64_t key = phase.signature != 0 ? phase.signature : signature_of(phase, bytes);
   if (auto it = phase_cache_.find(key); it != phase_cache_.end()) return it->second;
 
-  FlowSet set;
-  set.flows.reserve(phase.transfers.size());
   const topology::Fabric& f = *fabric_;
-  for (const auto& t : phase.transfers) {
-    Flow flow;
-    flow.src_gpu = t.src_gpu;
-    flow.dst_gpu = t.dst_gpu;
-    flow.bytes = t.bytes;
+  auto hops_of = [&](const Transfer& t) -> std::vector<topology::Hop> {
     switch (t.kind) {
       case Kind::gpu_to_gpu:
-        flow.hops = router_.gpu_route(t.src_gpu, t.dst_gpu).hops;
-        break;
+        return router_.gpu_route(t.src_gpu, t.dst_gpu).hops;
       case Kind::to_switch:
-        flow.hops = {{f.nvlink_up(t.src_gpu), 1.0}};
-        break;
+        return {{f.nvlink_up(t.src_gpu), 1.0}};
       case Kind::from_switch:
-        flow.hops = {{f.nvlink_down(t.dst_gpu), 1.0}};
-        break;
+        return {{f.nvlink_down(t.dst_gpu), 1.0}};
       case Kind::to_leaf:
-        flow.hops = {{f.pcie_up(t.src_gpu), 1.0},
-                     {f.cable(f.nic_cable(f.nic_of_gpu(t.src_gpu))).up, 1.0}};
-        break;
+        return {{f.pcie_up(t.src_gpu), 1.0},
+                {f.cable(f.nic_cable(f.nic_of_gpu(t.src_gpu))).up, 1.0}};
       case Kind::from_leaf:
-        flow.hops = {{f.cable(f.nic_cable(f.nic_of_gpu(t.dst_gpu))).down, 1.0},
-                     {f.pcie_down(t.dst_gpu), 1.0}};
-        break;
+        return {{f.cable(f.nic_cable(f.nic_of_gpu(t.dst_gpu))).down, 1.0},
+                {f.pcie_down(t.dst_gpu), 1.0}};
     }
-    set.flows.push_back(std::move(flow));
+    return {};
+  };
+  const std::size_t n = phase.transfers.size();
+  RouteTable routes;
+  routes.begin.reserve(n + 1);
+  routes.link.reserve(n * kTypicalHops);
+  std::vector<double> flow_bytes(n), weight(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Transfer& t = phase.transfers[i];
+    routes.add(hops_of(t));
+    flow_bytes[i] = t.bytes;
+    weight[i] = t.members;
   }
-  FlowResult r = engine_->run(set, capacity_);
+  // The native engine's answer in closed form when the phase settles in one round or its rates
+  // never change (symmetric patterns: netsim/closed_form.hpp); otherwise, and always for
+  // SimGrid, the engine runs.
+  std::optional<SingleLevelResult> closed;
+  if (engine_->name() == "native") {
+    closed = solve_single_level(routes, flow_bytes, weight, capacity_);
+    if (!closed) closed = solve_fixed_allocation(routes, flow_bytes, weight, capacity_);
+  }
+  double makespan_s = 0;
+  if (closed) {
+    makespan_s = closed->makespan_s;
+    last_link_bytes_ = std::move(closed->link_bytes);
+  } else {
+    FlowSet set;
+    set.flows.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Transfer& t = phase.transfers[i];
+      Flow flow;
+      flow.src_gpu = t.src_gpu;
+      flow.dst_gpu = t.dst_gpu;
+      flow.bytes = t.bytes;
+      flow.weight = t.members;
+      for (std::uint32_t h = routes.begin[i]; h < routes.begin[i + 1]; ++h)
+        flow.hops.push_back({topology::LinkId::from_index(routes.link[h]), routes.fraction_at(h)});
+      set.flows.push_back(std::move(flow));
+    }
+    routes = RouteTable{};  // the engine holds its own copy of the routes
+    FlowResult r = engine_->run(set, capacity_);
+    makespan_s = r.makespan_s;
+    last_link_bytes_ = std::move(r.link_bytes);
+  }
   ++phases_solved_;
-  last_link_bytes_ = std::move(r.link_bytes);
   Solved solved;
-  solved.makespan_per_byte = r.makespan_s / bytes;
+  solved.makespan_per_byte = makespan_s / bytes;
   solved.link_bytes_per_byte.resize(last_link_bytes_.size());
   for (std::size_t i = 0; i < last_link_bytes_.size(); ++i)
     solved.link_bytes_per_byte[i] = static_cast<float>(last_link_bytes_[i] / bytes);
   return phase_cache_[key] = std::move(solved);
 }
 
-CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protocol) {
+CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protocol, double bytes) {
   CollectiveResult result;
   result.op = plan.op;
   result.algorithm = plan.algorithm;
   result.protocol = protocol;
-  result.bytes = plan.bytes;
+  result.bytes = bytes;
   result.ranks = plan.ranks;
   result.measured_here = true;
   if (model_ && !model_->available(plan.algorithm, protocol))
@@ -422,15 +469,15 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
                       fmt::format("profile '{}' has no NCCL tables: Simple only", profile_->name));
   const int per = fabric_->cluster().gpus_per_node;
   for (const Phase& phase : plan.phases) {
-    const auto& c = curve(phase, protocol, plan.bytes);
+    const auto& c = curve(phase, protocol, bytes);
     result.measured_here = result.measured_here && c.nodes == plan.nodes &&
-                           c.gpus_per_node == per && c.max_bytes > 0 && plan.bytes >= c.min_bytes &&
-                           plan.bytes <= c.max_bytes;
-    const Solved& solved = solve_phase(phase, plan.bytes);
-    const double flow_s = solved.makespan_per_byte * plan.bytes;
+                           c.gpus_per_node == per && c.max_bytes > 0 && bytes >= c.min_bytes &&
+                           bytes <= c.max_bytes;
+    const Solved& solved = solve_phase(phase, plan.bytes);  // per byte of the plan's size
+    const double flow_s = solved.makespan_per_byte * bytes;
     if (result.link_bytes.empty()) result.link_bytes.assign(solved.link_bytes_per_byte.size(), 0.0);
     for (std::size_t i = 0; i < solved.link_bytes_per_byte.size(); ++i)
-      result.link_bytes[i] += solved.link_bytes_per_byte[i] * plan.bytes;
+      result.link_bytes[i] += solved.link_bytes_per_byte[i] * bytes;
     result.phase_flow_s.push_back(flow_s);
 
     double latency_us = c.latency_us.value, efficiency = c.efficiency.value;
@@ -438,7 +485,7 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
     if (model_) {
       // The phase's own op and scale: hierarchical's phases are rings of their own groups.
       const bool own_protocol = c.protocol == to_text(protocol);
-      latency_us = model_->latency_us(phase.op, phase.algorithm, protocol, phase.scale, plan.bytes);
+      latency_us = model_->latency_us(phase.op, phase.algorithm, protocol, phase.scale, bytes);
       if (own_protocol && c.nodes > 0 && !c.latency_us.source.empty()) {
         // A fitted latency at its scale, moved here by the model's steps x hops.
         GroupScale there = phase.scale;
@@ -447,17 +494,17 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
         there.ranks = static_cast<int>(std::lround(ranks_per_node * c.nodes));
         if (ranks_per_node == per) there.ranks = c.nodes * c.gpus_per_node;
         latency_us += c.latency_us.value -
-                      model_->latency_us(phase.op, phase.algorithm, protocol, there, plan.bytes);
+                      model_->latency_us(phase.op, phase.algorithm, protocol, there, bytes);
         latency_us = std::max(latency_us, 0.0);
       }
       // Curves hold the path's efficiency; the protocol's fraction is the model's.
-      efficiency *= model_->bandwidth_fraction(phase.algorithm, protocol, plan.bytes);
+      efficiency *= model_->bandwidth_fraction(phase.algorithm, protocol, bytes);
       const double cap_GBps =
           model_->max_busbw_GBps(phase.op, phase.algorithm, protocol, phase.scale);
       transfer_s = flow_s / efficiency;
       if (std::isfinite(cap_GBps))
-        transfer_s = std::max(
-            transfer_s, plan.bytes * busbw_factor(phase.op, phase.scale.ranks) / (cap_GBps * 1e9));
+        transfer_s = std::max(transfer_s,
+                              bytes * busbw_factor(phase.op, phase.scale.ranks) / (cap_GBps * 1e9));
     } else {
       transfer_s = flow_s / efficiency;
     }
@@ -465,9 +512,21 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
     result.time_s += latency_us * 1e-6 + transfer_s;
     result.flows += phase.transfers.size();
   }
-  result.algbw_GBps = plan.bytes / result.time_s / 1e9;
+  result.algbw_GBps = bytes / result.time_s / 1e9;
   result.busbw_GBps = result.algbw_GBps * busbw_factor(plan.op, plan.ranks);
   return result;
+}
+
+const Plan& CollectiveSimulator::plan_for(CollectiveOp op, Algorithm algorithm,
+                                          const std::vector<std::vector<int>>& groups,
+                                          double bytes) {
+  check_size(bytes);
+  const auto key = std::make_pair(op, algorithm);
+  if (auto it = plans_.find(key); it != plans_.end() && it->second.groups == groups)
+    return it->second.plan;
+  Plan plan = plan_collective(*fabric_, op, algorithm, groups, bytes);
+  plans_.erase(key);
+  return plans_.emplace(key, Planned{groups, std::move(plan)}).first->second.plan;
 }
 
 CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
@@ -481,8 +540,7 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
       if (model_ ? true : p == Protocol::simple) protocols.push_back(p);
   }
   if (choice.algorithm && choice.protocol)
-    return run_plan(plan_collective(*fabric_, op, *choice.algorithm, groups, bytes),
-                    *choice.protocol);
+    return run_plan(plan_for(op, *choice.algorithm, groups, bytes), *choice.protocol, bytes);
   std::vector<Algorithm> algorithms;
   if (choice.algorithm)
     algorithms = {*choice.algorithm};
@@ -490,19 +548,25 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
     algorithms = algorithms_for(op);
   std::optional<CollectiveResult> best;
   std::string reasons;
+  bool pxn_applies = false;
   for (Algorithm algo : algorithms) {
-    std::optional<Plan> plan;
+    // PXN is not a choice of NCCL's tuner but its transport's default for all-to-all
+    // (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL=2): where it applies, NCCL runs it and pairwise
+    // (PXN disabled) is only what a user forces.
+    if (algo == Algorithm::pairwise && pxn_applies) continue;
+    const Plan* plan = nullptr;
     try {
-      plan = plan_collective(*fabric_, op, algo, groups, bytes);
+      plan = &plan_for(op, algo, groups, bytes);
     } catch (const core::Error& e) {
       if (e.kind() != core::Error::Kind::not_supported || choice.algorithm) throw;
       reasons += fmt::format("\n  {}: {}", to_text(algo), e.reason());
       continue;  // not applicable to these groups
     }
+    pxn_applies = pxn_applies || algo == Algorithm::pxn;
     for (Protocol p : protocols) {
       if (model_ && !model_->available(algo, p)) continue;
       try {
-        CollectiveResult r = run_plan(*plan, p);
+        CollectiveResult r = run_plan(*plan, p, bytes);
         if (!best || r.time_s < best->time_s) best = std::move(r);
       } catch (const core::Error& e) {
         if (e.kind() != core::Error::Kind::not_calibrated) throw;

@@ -44,9 +44,25 @@
 ///            half the NIC traffic of a ring.
 ///  hierarchical  reduce-scatter inside each node, all-reduce per rail across nodes (ring on
 ///            bytes/G), all-gather inside each node: three phases one after another.
-///  pairwise  all-to-all: every rank sends bytes/n to every other, each through its own NIC.
-///  pxn       all-to-all rail-aligned (NCCL PXN): data for rail r of another node first moves
-///            over NVLink to the local GPU on rail r, then NIC r to NIC r.
+///  pairwise  all-to-all: every rank sends bytes/n to every other, each through its own NIC
+///            (NCCL with PXN disabled: GPU i's chunk for GPU j of another node leaves through
+///            i's NIC and enters through j's, crossing the spines when their rails differ).
+///  pxn       all-to-all rail-aligned (NCCL's PXN, its default for all-to-all: NCCL_PXN_DISABLE=0
+///            and NCCL_P2P_PXN_LEVEL=2 since 2.12). GPU i of node A sends its chunk for GPU j of
+///            node B (rail r = j's rail) over NVLink to A's GPU on rail r (directly when i = r),
+///            which sends it from NIC (A, r) to NIC (B, r) — so every byte leaves and enters on
+///            the destination's rail and never crosses rails in the fabric. The proxy GPU sends
+///            for all local GPUs on one shared connection (NCCL_NET_SHARED_COMMS=1, the default),
+///            which the fabric routes (and an ECMP fabric hashes) as one flow per NIC pair.
+///            Planned aggregated, as exactly equivalent weighted flows (netsim/flow.hpp):
+///              NVLink  g -> h of node A: 1 + (m-1) members (g's chunk for h, and its chunks
+///                      for rail h of the m-1 other nodes), weight m, m * bytes/n;
+///              network NIC (A, r) -> NIC (B, r): one member per GPU of A, weight G,
+///                      G * bytes/n.
+///            That is n*G*(m-1) + n*(G-1) flows instead of n*(n-1) (n ranks, m nodes, G GPUs
+///            per node): 2.1 million instead of 16.8 million at 4,096 GPUs. The members of one
+///            aggregate share every link, so flows on different NIC pairs (other rails, or other
+///            node pairs) stay separate and keep their own ECMP hash or D-mod-k path.
 ///  direct    send/recv: rank i sends bytes to rank i+1 (nccl-tests sendrecv).
 ///  ring (broadcast) pipelined chain from the root: every edge carries bytes.
 
@@ -78,11 +94,14 @@ std::string to_text(const Choice& choice);
 
 /// A transfer between GPUs, or between a GPU and its NVSwitch (`to_switch`/`from_switch`) or
 /// its leaf switch (`to_leaf`/`from_leaf`) for in-switch reduction.
+/// `members` > 1: the transfer aggregates that many member transfers on the same route (bytes
+/// is their sum), run as one flow of that weight.
 struct Transfer {
-  enum class Kind { gpu_to_gpu, to_switch, from_switch, to_leaf, from_leaf };
+  enum class Kind : std::uint8_t { gpu_to_gpu, to_switch, from_switch, to_leaf, from_leaf };
   Kind kind = Kind::gpu_to_gpu;
   int src_gpu = -1;
   int dst_gpu = -1;
+  std::uint32_t members = 1;
   double bytes = 0;
 };
 
@@ -93,6 +112,9 @@ struct Phase {
   Scope scope = Scope::intra_node;
   GroupScale scale;  ///< ranks and nodes of one group of this phase
   std::vector<Transfer> transfers;
+  /// Hash of the transfers with bytes relative to the collective's size (set by
+  /// plan_collective; identical phases are solved once).
+  std::uint64_t signature = 0;
 };
 
 struct Plan {
@@ -154,7 +176,13 @@ class CollectiveSimulator {
     double makespan_per_byte = 0;
     std::vector<float> link_bytes_per_byte;
   };
-  CollectiveResult run_plan(const Plan& plan, Protocol protocol);
+  /// Runs `plan` (planned at plan.bytes) for a collective of `bytes`: plans are linear in the
+  /// size and phase solves scale-free, so one plan serves every size of a sweep.
+  CollectiveResult run_plan(const Plan& plan, Protocol protocol, double bytes);
+  /// The plan of (op, algorithm) on these groups: the last one made if the groups are the same
+  /// (a sweep over sizes plans once: 2.1 million transfers for a 4,096-GPU all-to-all).
+  const Plan& plan_for(CollectiveOp op, Algorithm algorithm,
+                       const std::vector<std::vector<int>>& groups, double bytes);
   /// Link-limited makespan of a phase. Fluid max-min with a common start and no latency is
   /// scale-free (rates do not depend on bytes), so makespans are cached per byte of the
   /// collective's size and one solve serves every size of a sweep.
@@ -170,6 +198,11 @@ class CollectiveSimulator {
   topology::Router router_;
   std::vector<double> capacity_;
   std::map<std::uint64_t, Solved> phase_cache_;  ///< by phase signature
+  struct Planned {
+    std::vector<std::vector<int>> groups;
+    Plan plan;
+  };
+  std::map<std::pair<CollectiveOp, Algorithm>, Planned> plans_;  ///< the last plan of each
   std::vector<double> last_link_bytes_;
   std::size_t phases_solved_ = 0;
 };

@@ -6,7 +6,7 @@ std::uint32_t FlowSet::add(const topology::Router& router, int src_gpu, int dst_
                            double start_s, double overhead_s, std::vector<std::uint32_t> after,
                            std::uint64_t flow_label) {
   topology::Route route = router.gpu_route(src_gpu, dst_gpu, flow_label);
-  flows.push_back(Flow{src_gpu, dst_gpu, bytes, start_s, route.latency_s + overhead_s,
+  flows.push_back(Flow{src_gpu, dst_gpu, bytes, start_s, route.latency_s + overhead_s, 1.0,
                        std::move(after), std::move(route.hops)});
   return static_cast<std::uint32_t>(flows.size() - 1);
 }

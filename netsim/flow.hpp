@@ -5,6 +5,12 @@
 /// It becomes ready at `start_s` or when every flow in `after` has finished, whichever is later;
 /// it then waits its `latency_s` (propagation, forwarding and per-message overhead) without
 /// using bandwidth, and then transfers at the rate the engine's sharing model gives it.
+///
+/// A flow of `weight` k stands for k identical member flows on its route, each carrying
+/// bytes / k: it takes k shares wherever it competes (netsim/engine.hpp). Max-min fair sharing
+/// gives flows with the same links the same rate, so the k members would move in lockstep and
+/// finish together; one flow of weight k is therefore exactly the k of them (the aggregation
+/// of all-to-all traffic relies on it: netsim/collective.hpp).
 
 #include <cstdint>
 #include <string>
@@ -21,6 +27,7 @@ struct Flow {
   double bytes = 0;
   double start_s = 0;
   double latency_s = 0;
+  double weight = 1;                 ///< member flows this flow stands for (> 0)
   std::vector<std::uint32_t> after;  ///< indices of flows that must finish first
   std::vector<topology::Hop> hops;
 };

@@ -76,6 +76,9 @@ class Run {
       if (!(flow.bytes >= 0) || !(flow.latency_s >= 0) || !(flow.start_s >= 0))
         throw core::Error(fmt::format("flow {}", f), fmt::format("{} B", flow.bytes),
                           "bytes, start and latency must be non-negative");
+      if (!(flow.weight > 0) || !std::isfinite(flow.weight))
+        throw core::Error(fmt::format("flow {}", f), fmt::format("weight {}", flow.weight),
+                          "a flow's weight (member flows it stands for) must be positive");
       remaining_[f] = flow.bytes;
       for (std::uint32_t dep : flow.after) {
         if (dep >= n || dep == f)
@@ -222,11 +225,13 @@ class Run {
       rem_[l] = capacity_[l];
       weight_[l] = 0;
     }
-    for (std::uint32_t f : comp_flows_)
+    for (std::uint32_t f : comp_flows_) {
+      const double w = set_.flows[f].weight;
       for (std::uint32_t h = hop_begin_[f]; h < hop_begin_[f + 1]; ++h)
-        weight_[hop_link_[h]] += hop_coef_[h];
+        weight_[hop_link_[h]] += hop_coef_[h] * w;
+    }
 
-    // Progressive filling: every unfrozen flow runs at `level`.
+    // Progressive filling: every unfrozen flow runs at `level` times its weight.
     ++frozen_generation_;
     std::size_t unfrozen = comp_flows_.size();
     double level = 0;
@@ -243,11 +248,12 @@ class Run {
           const std::uint32_t f = hop_flow_[h];
           if (frozen_stamp_[f] == frozen_generation_) continue;
           frozen_stamp_[f] = frozen_generation_;
-          rate_[f] = level;
+          const double w = set_.flows[f].weight;
+          rate_[f] = level * w;
           --unfrozen;
           for (std::uint32_t h2 = hop_begin_[f]; h2 < hop_begin_[f + 1]; ++h2) {
             const std::uint32_t l2 = hop_link_[h2];
-            weight_[l2] -= hop_coef_[h2];
+            weight_[l2] -= hop_coef_[h2] * w;
             if (weight_[l2] < 1e-12) weight_[l2] = 0;
           }
         }

@@ -18,6 +18,9 @@ namespace {
 
 namespace s4u = simgrid::s4u;
 
+/// A flow of weight k runs as k concurrent member comms (SimGrid has no per-comm share weight).
+constexpr double kMaxWeight = 4096;
+
 void check_supported(const FlowSet& set) {
   std::map<std::pair<int, int>, const Flow*> by_pair;
   for (std::size_t f = 0; f < set.flows.size(); ++f) {
@@ -31,6 +34,11 @@ void check_supported(const FlowSet& set) {
                           "the SimGrid backend takes single-path flows (no adaptive split)");
     if (flow.hops.empty())
       throw core::Error(fmt::format("flow {}", f), "", "the SimGrid backend needs a route");
+    if (!(flow.weight >= 1) || flow.weight > kMaxWeight || flow.weight != std::floor(flow.weight))
+      throw core::Error(fmt::format("flow {}", f), fmt::format("weight {}", flow.weight),
+                        fmt::format("the SimGrid backend runs a flow of weight k as k member "
+                                    "flows: k must be a whole number in [1, {}]",
+                                    kMaxWeight));
     auto [it, inserted] = by_pair.try_emplace({flow.src_gpu, flow.dst_gpu}, &flow);
     if (!inserted) {
       const auto& a = it->second->hops;
@@ -109,8 +117,18 @@ FlowResult simulate(const FlowSet& set, const std::vector<double>& capacity) {
       const Flow& me = set.flows[f];
       s4u::this_actor::sleep_until(std::max(ready, me.start_s) + me.latency_s);
       result.transfer_start_s[f] = s4u::Engine::get_clock();
-      s4u::Comm::sendto(hosts.at(me.src_gpu), hosts.at(me.dst_gpu),
-                        static_cast<std::uint64_t>(std::llround(me.bytes)));
+      if (me.weight == 1) {
+        s4u::Comm::sendto(hosts.at(me.src_gpu), hosts.at(me.dst_gpu),
+                          static_cast<std::uint64_t>(std::llround(me.bytes)));
+      } else {
+        std::vector<s4u::CommPtr> members;
+        const auto count = static_cast<int>(me.weight);
+        for (int k = 0; k < count; ++k)
+          members.push_back(
+              s4u::Comm::sendto_async(hosts.at(me.src_gpu), hosts.at(me.dst_gpu),
+                                      static_cast<std::uint64_t>(std::llround(me.bytes / count))));
+        for (auto& comm : members) comm->wait();
+      }
       const double t = s4u::Engine::get_clock();
       result.finish_s[f] = t;
       for (std::uint32_t d : dependents[f])

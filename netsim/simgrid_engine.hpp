@@ -18,7 +18,9 @@
 ///
 /// SimGrid allows one engine per process (a second keeps the first one's clock), so every run
 /// executes in a forked child process that returns its results through a pipe. Flows must go
-/// GPU to GPU on one path (no adaptive splits, no switch-terminated NVLS flows).
+/// GPU to GPU on one path (no adaptive splits, no switch-terminated NVLS flows). A flow of
+/// weight k (a whole number) runs as k concurrent member comms of bytes / k: CM02 has no
+/// per-comm share weight, and k members are what the weight stands for.
 
 #include "netsim/engine.hpp"
 
