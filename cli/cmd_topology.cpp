@@ -15,6 +15,7 @@
 #include "topology/fabric_check.hpp"
 #include "topology/fabric_faults.hpp"
 #include "topology/fabric_import.hpp"
+#include "topology/lft.hpp"
 #include "topology/placement.hpp"
 #include "twin/step_sim.hpp"
 
@@ -31,7 +32,8 @@ std::ofstream open_output(const std::string& path) {
 /// hosts (Llama 3 8B, TP over a host's GPUs, DP over the largest power of two of usable hosts,
 /// 8 micro-batches per step). `file` is written as given (relative to the scenario's folder).
 std::string imported_scenario_yaml(const topology::Fabric& fabric, const std::string& file,
-                                   const std::string& node_states, const std::string& name) {
+                                   const std::string& node_states, const std::string& lfts,
+                                   const std::string& name) {
   const int usable = fabric.usable_host_count();
   int dp = 1;
   while (dp * 2 <= usable) dp *= 2;
@@ -48,8 +50,9 @@ std::string imported_scenario_yaml(const topology::Fabric& fabric, const std::st
     << "cluster:\n"
     << fmt::format("  gpus_per_node: {}\n  gpu: {}\n", c.gpus_per_node, c.gpu);
   if (!node_states.empty()) y << fmt::format("  node_states: {}\n", node_states);
-  y << "fabric:\n"
-    << fmt::format("  file: {}\n", file) << "model:\n  preset: llama3-8b\n"
+  y << "fabric:\n" << fmt::format("  file: {}\n", file);
+  if (!lfts.empty()) y << fmt::format("  lfts: {}\n", lfts);
+  y << "model:\n  preset: llama3-8b\n"
     << fmt::format("parallelism: {{tp: {}, pp: 1, dp: {}, zero: 1, micro_batch: 1}}\n",
                    c.gpus_per_node, dp)
     << fmt::format("training: {{global_batch: {}, tokens: 1.0e11, precision: bf16}}\n", 8 * dp)
@@ -58,11 +61,12 @@ std::string imported_scenario_yaml(const topology::Fabric& fabric, const std::st
 }
 
 topology::Fabric import_fabric(const std::string& file, const std::string& node_states,
-                               const sim::Scenario* base) {
+                               const sim::Scenario* base, const std::string& lfts = {}) {
   topology::ClusterSpec cluster = base ? base->cluster : topology::ClusterSpec{};
   topology::FabricSpec spec = base ? base->fabric : topology::FabricSpec{};
   if (!node_states.empty()) cluster.node_states = node_states;
   spec.file = file;
+  if (!lfts.empty()) spec.lfts = lfts;
   return topology::Fabric(cluster, spec);
 }
 
@@ -122,6 +126,11 @@ Action add_topology(CLI::App& app) {
   imp->add_option("-o,--output", *imp_out, "Write a scenario (fabric.file points at FILE)");
   imp->add_option("--node-states", *imp_states, "Slurm node states (sinfo -N -h -o \"%N %T\")")
       ->check(CLI::ExistingFile);
+  auto imp_lfts = std::make_shared<std::string>();
+  imp->add_option("--lfts", *imp_lfts,
+                  "The subnet's forwarding tables (dump_lfts.sh / ibroute output): routes follow "
+                  "them (fabric.lfts)")
+      ->check(CLI::ExistingFile);
 
   // check
   auto* chk = cmd->add_subcommand(
@@ -176,8 +185,11 @@ Action add_topology(CLI::App& app) {
       return 0;
     }
     if (imp->parsed()) {
-      const topology::Fabric fabric = import_fabric(*imp_file, *imp_states, nullptr);
+      const topology::Fabric fabric = import_fabric(*imp_file, *imp_states, nullptr, *imp_lfts);
       print_import_summary(fabric, *imp_file);
+      if (fabric.forwarding_tables() != nullptr)
+        fmt::print("  routing    the forwarding tables of {} switches ({})\n",
+                   fabric.forwarding_tables()->switches_with_tables(), *imp_lfts);
       if (!imp_out->empty()) {
         namespace fs = std::filesystem;
         const fs::path dir = fs::absolute(*imp_out).parent_path();
@@ -185,7 +197,7 @@ Action add_topology(CLI::App& app) {
           return p.empty() ? p : fs::relative(fs::absolute(p), dir).generic_string();
         };
         std::ofstream out = open_output(*imp_out);
-        out << imported_scenario_yaml(fabric, rel(*imp_file), rel(*imp_states),
+        out << imported_scenario_yaml(fabric, rel(*imp_file), rel(*imp_states), rel(*imp_lfts),
                                       fs::path(*imp_out).stem().string());
         fmt::print("Wrote {}\n", *imp_out);
       }
@@ -207,11 +219,11 @@ Action add_topology(CLI::App& app) {
     double step_s = 0, ideal_step_s = 0;
     std::string job;
     if (!*chk_no_step) {
-      sim::Scenario s =
-          chk_scenario->empty()
-              ? sim::parse_scenario(imported_scenario_yaml(fabric, *chk_file, *chk_states, "check"),
-                                    "<topology check>")
-              : base;
+      sim::Scenario s = chk_scenario->empty()
+                            ? sim::parse_scenario(imported_scenario_yaml(fabric, *chk_file,
+                                                                         *chk_states, "", "check"),
+                                                  "<topology check>")
+                            : base;
       if (!chk_states->empty()) s.cluster.node_states = *chk_states;
       if (s.has_job) {
         job = fmt::format("{} tp{} pp{} dp{}", s.model.name, s.parallelism.tp, s.parallelism.pp,

@@ -194,7 +194,7 @@ FabricDigest digest_fabric(const topology::Fabric& fabric, const std::vector<dou
     const auto& cable = cables[l / 2];
     const auto& link = fabric.link(l % 2 == 0 ? cable.up : cable.down);
     d.hottest.push_back(
-        {fabric.node_name(link.src) + " -> " + fabric.node_name(link.dst), u, ref[l]});
+        {fabric.switch_label(link.src) + " -> " + fabric.switch_label(link.dst), u, ref[l]});
     hot_links.push_back(l / 2);
   }
 
@@ -231,14 +231,23 @@ FabricDigest digest_fabric(const topology::Fabric& fabric, const std::vector<dou
     d.pod_loads[static_cast<std::size_t>(u.pod)].nodes += u.nodes;
     ++d.pod_loads[static_cast<std::size_t>(u.pod)].units;
   }
-  if (!d.detailed) return d;
+  if (!d.detailed) {
+    d.deviations = digest_deviations(fabric, {});
+    return d;
+  }
 
   // Every switch and every switch pair.
   std::vector<std::uint32_t> slot(fabric.node_count(), UINT32_MAX);
   auto add = [&](topology::NodeId id, Tier tier, int pod, int index) {
     slot[id.index()] = static_cast<std::uint32_t>(d.switches.size());
-    d.switches.push_back(
-        {tier, pod, index, fabric.node_name(id), 0.0, state != nullptr && !state->node_up(id)});
+    DigestSwitch sw;
+    sw.tier = tier;
+    sw.pod = pod;
+    sw.index = index;
+    sw.name = fabric.switch_label(id);
+    sw.down = state != nullptr && !state->node_up(id);
+    if (tier == Tier::leaf && fabric.is_explicit()) sw.rail = fabric.rail_of_leaf(index);
+    d.switches.push_back(std::move(sw));
   };
   for (int c = 0; c < g.cores; ++c)
     add(fabric.core_switch(c), Tier::core, c / std::max(1, g.cores_per_plane), c);
@@ -251,8 +260,12 @@ FabricDigest digest_fabric(const topology::Fabric& fabric, const std::vector<dou
     const auto& up = fabric.link(cable.up);
     const double through = bytes_now[2 * c] + bytes_now[2 * c + 1];
     if (slot[up.dst.index()] != UINT32_MAX) d.switches[slot[up.dst.index()]].bytes += through;
-    if (cable.kind == topology::LinkKind::nic_leaf) continue;
+    if (cable.kind == topology::LinkKind::nic_leaf) {
+      if (slot[up.dst.index()] != UINT32_MAX) ++d.switches[slot[up.dst.index()]].adapters;
+      continue;
+    }
     d.switches[slot[up.src.index()]].bytes += through;
+    ++d.switches[slot[up.src.index()]].uplinks;
     const auto key = std::make_pair(slot[up.src.index()], slot[up.dst.index()]);
     auto [it, fresh] = edge_of.try_emplace(key, d.edges.size());
     if (fresh) d.edges.push_back({key.first, key.second, 0, 0, 0, 1, false, false});
@@ -266,6 +279,7 @@ FabricDigest digest_fabric(const topology::Fabric& fabric, const std::vector<dou
     }
     e.hottest = e.hottest || std::find(hot_links.begin(), hot_links.end(), c) != hot_links.end();
   }
+  d.deviations = digest_deviations(fabric, slot);
   return d;
 }
 

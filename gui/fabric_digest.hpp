@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/fabric_deviations.hpp"
 #include "topology/fabric.hpp"
 #include "topology/fabric_state.hpp"
 
@@ -41,11 +42,14 @@ struct TierLoad {
 
 struct DigestSwitch {
   Tier tier = Tier::leaf;
-  int pod = 0;    ///< pod of a leaf or spine; plane of a core
-  int index = 0;  ///< within its tier
-  std::string name;
+  int pod = 0;       ///< pod of a leaf or spine; plane of a core
+  int index = 0;     ///< within its tier
+  std::string name;  ///< the dump's name on an imported fabric ("A09-P1-IBLEAF-04-04")
   double bytes = 0;  ///< traffic through it per step
   bool down = false;
+  int uplinks = 0;   ///< cables to the tier above
+  int adapters = 0;  ///< leaves: adapter cables landing on it
+  int rail = -1;     ///< leaves of an imported fabric: the rail it serves (-1: unknown)
 };
 
 /// Every cable between two switches (parallel cables merged).
@@ -104,6 +108,8 @@ struct FabricDigest {
   std::vector<DigestSwitch> switches;
   std::vector<DigestEdge> edges;
   std::vector<DigestUnit> units;
+  /// An imported fabric's deviations from the ideal fat tree (see fabric_deviations.hpp).
+  FabricDeviations deviations;
 };
 
 /// Builds the digest. `link_bytes` (per LinkId, one step; empty: no loads), `step_s` and

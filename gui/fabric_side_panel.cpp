@@ -21,20 +21,27 @@ QString percent(double u) {
 
 FabricSidePanel::FabricSidePanel(QWidget* parent) : QWidget(parent) {
   setMinimumWidth(280);
-  setMaximumWidth(320);
+  setMaximumWidth(380);
   setAutoFillBackground(true);
   QPalette pal = palette();
   pal.setColor(QPalette::Window, Qt::white);
   setPalette(pal);
 }
 
-void FabricSidePanel::show_digest(const FabricDigest* digest, bool change) {
+void FabricSidePanel::show_digest(const FabricDigest* digest, bool change,
+                                  const DeviationMarks* marks, bool grey) {
   digest_ = digest;
+  grey_ = grey;
   change_ = change;
+  marked_ = marks != nullptr && digest != nullptr && digest->deviations.imported;
+  marks_ = marks != nullptr ? *marks : DeviationMarks{};
   entries_.clear();
   axes_.clear();
   if (digest_ != nullptr) {
-    if (!digest_->has_loads) {
+    if (grey_) {
+      entries_ << "cables grey to show the deviations; pick \"Colour cables by utilisation\" "
+                  "above for their load";
+    } else if (!digest_->has_loads) {
       entries_ << "no traffic: the scenario has no training job";
     } else if (change_) {
       entries_ << QString("change in link utilisation vs %1 (points)")
@@ -42,6 +49,13 @@ void FabricSidePanel::show_digest(const FabricDigest* digest, bool change) {
     } else {
       entries_ << "link utilisation in one step (% of capacity)";
     }
+    if (marked_)
+      entries_ << "missing cable where the ideal fat tree has one (red dashed)"
+               << "fewer parallel cables than the ideal (red dotted)"
+               << "link below the fabric's width or speed (orange dashed)"
+               << "switch with fewer uplinks than the ideal (orange box, count under)"
+               << "cable on another rail's leaf (purple, from where it belongs)"
+               << "adapters cabled to each leaf";
     entries_ << "hottest links (black outline)";
     if (digest_->has_reference && !change_)
       entries_ << QString("load rerouted here (magenta): +20 % bytes vs %1")
@@ -78,7 +92,7 @@ void FabricSidePanel::paintEvent(QPaintEvent*) {
   p.setFont(bold);
   p.drawText(QRect(x0, y, w, 2 * line), Qt::TextWordWrap, entries_.value(0));
   y += 2 * line + 4;
-  if (d.has_loads) {
+  if (d.has_loads && !grey_) {
     const int bar_h = 14;
     QLinearGradient grad(x0, 0, x0 + w, 0);
     const double lo = change_ ? -d.delta_abs_max : 0.0;
@@ -119,18 +133,47 @@ void FabricSidePanel::paintEvent(QPaintEvent*) {
     p.drawText(QRect(x0 + 34, y, w - 34, line), Qt::AlignVCenter, text);
     y += line + 2;
   };
+  if (marked_) {
+    p.setFont(bold);
+    p.drawText(QRect(x0, y, w, line), Qt::AlignLeft, "Deviations from the ideal (drawn)");
+    y += line + 2;
+    p.setFont(small);
+    symbol(QPen(kMissingColour, 2.5, Qt::DashLine), Qt::NoBrush,
+           QString("missing cable: %1 leaf - spine pairs").arg(marks_.missing_links), false);
+    symbol(QPen(kMissingColour, 2.5, Qt::DotLine), Qt::NoBrush,
+           QString("fewer cables than the ideal: %1 pairs").arg(marks_.short_links), false);
+    symbol(QPen(kSlowColour, 2.5, Qt::DashLine), Qt::NoBrush,
+           QString("below the fabric's rate: %1 links").arg(marks_.slow_links), false);
+    symbol(QPen(kUnevenColour, 2.5), Qt::NoBrush,
+           QString("fewer uplinks than %1 (count under): %2 switches")
+               .arg(d.deviations.ideal_leaf_up)
+               .arg(marks_.uneven),
+           true);
+    symbol(QPen(kWrongRailColour, 3), Qt::NoBrush,
+           QString("on another rail's leaf: %1 cables").arg(marks_.wrong_rail), false);
+    y += 6;
+    p.setFont(bold);
+    p.drawText(QRect(x0, y, w, line), Qt::AlignLeft, "Symbols");
+    y += line + 2;
+    p.setFont(small);
+  }
   symbol(QPen(Qt::black, 5), Qt::NoBrush, "hottest links", false);
   if (d.has_reference && !change_)
     symbol(QPen(QColor(230, 0, 200), 6), Qt::NoBrush,
            QString("load moved here vs %1").arg(QString::fromStdString(d.reference_name)), false);
-  symbol(QPen(QColor(220, 0, 0), 2.5, Qt::DashLine), Qt::NoBrush, "cable down", false);
-  symbol(QPen(QColor(255, 140, 0), 2.5, Qt::DashLine), Qt::NoBrush, "cable degraded", false);
-  symbol(QPen(QColor(220, 0, 0), 2), QColor(255, 90, 90), "switch down", true);
-  symbol(QPen(Qt::black, 0.5), QColor(120, 90, 200), "core switch", true);
+  if (!marked_ || d.cables_down + d.cables_degraded + d.switches_down > 0) {
+    symbol(QPen(QColor(220, 0, 0), 2.5, Qt::DashLine), Qt::NoBrush, "cable down", false);
+    symbol(QPen(QColor(255, 140, 0), 2.5, Qt::DashLine), Qt::NoBrush, "cable degraded", false);
+    symbol(QPen(QColor(220, 0, 0), 2), QColor(255, 90, 90), "switch down", true);
+  }
+  if (d.cores > 0) symbol(QPen(Qt::black, 0.5), QColor(120, 90, 200), "core switch", true);
   symbol(QPen(Qt::black, 0.5), QColor(70, 130, 200), "spine switch", true);
   symbol(QPen(Qt::black, 0.5), QColor(60, 170, 160), "leaf switch", true);
   symbol(QPen(Qt::darkGray, 0.5), QColor(235, 225, 190),
-         d.detailed ? "scalable unit (nodes of a leaf group)" : "scalable units of a pod", true);
+         marked_      ? "adapters cabled to the leaf above"
+         : d.detailed ? "scalable unit (nodes of a leaf group)"
+                      : "scalable units of a pod",
+         true);
   if (!d.detailed && d.has_loads) {
     p.setPen(kText);
     p.drawText(QRect(x0, y, w, 3 * line), Qt::TextWordWrap,

@@ -9,60 +9,16 @@
 #include <QLabel>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QWheelEvent>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
 
 #include "gui/chart_style.hpp"
+#include "gui/fabric_deviation_list.hpp"
 #include "gui/fabric_side_panel.hpp"
 
 namespace twin::gui {
-
-ZoomableView::ZoomableView(QWidget* parent) : QGraphicsView(parent) {
-  setScene(new QGraphicsScene(this));
-  setRenderHint(QPainter::Antialiasing, true);
-  setDragMode(QGraphicsView::ScrollHandDrag);
-  setBackgroundBrush(QColor(252, 252, 253));
-  setViewportUpdateMode(QGraphicsView::BoundingRectViewportUpdate);
-  setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
-}
-
-void ZoomableView::set_content(const QRectF& box, double label_px) {
-  box_ = box;
-  label_px_ = label_px;
-  fit();
-}
-
-void ZoomableView::fit() {
-  zoomed_ = false;
-  resetTransform();
-  // Leave room on screen for the labels on the left, which keep their pixel size.
-  const QSize port = viewport()->size();
-  const double pad_px = 24;
-  const double scale =
-      std::max(1e-6, std::min((port.width() - label_px_ - 2 * pad_px) / std::max(1.0, box_.width()),
-                              (port.height() - 2 * pad_px) / std::max(1.0, box_.height())));
-  setSceneRect(box_.adjusted(-(label_px_ + pad_px) / scale, -pad_px / scale, pad_px / scale,
-                             pad_px / scale));
-  fitInView(sceneRect(), Qt::KeepAspectRatio);
-}
-
-void ZoomableView::wheelEvent(QWheelEvent* event) {
-  const double factor = event->angleDelta().y() > 0 ? 1.25 : 0.8;
-  zoomed_ = true;
-  scale(factor, factor);
-}
-
-void ZoomableView::resizeEvent(QResizeEvent* event) {
-  QGraphicsView::resizeEvent(event);
-  if (!zoomed_) fit();
-}
-
-void ZoomableView::mouseDoubleClickEvent(QMouseEvent*) {
-  fit();
-}
 
 namespace {
 
@@ -111,9 +67,17 @@ FabricView::FabricView(QWidget* parent) : QWidget(parent) {
   view_ = new ZoomableView(this);
   left->addWidget(view_, 1);
   outer->addLayout(left, 1);
+  auto* right = new QVBoxLayout();
+  right->setSpacing(0);
   side_ = new FabricSidePanel(this);
-  outer->addWidget(side_);
+  right->addWidget(side_, 1);
+  list_ = new FabricDeviationList(this);
+  right->addWidget(list_);
+  outer->addLayout(right);
   connect(mode_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+  connect(mode_, &QComboBox::activated, this, [this] { user_mode_ = true; });
+  connect(list_, &FabricDeviationList::selected, this,
+          [this](int index) { highlight_deviation(index); });
   // The tiers are spaced for the viewport's shape: redraw when it changes a lot.
   relayout_ = new QTimer(this);
   relayout_->setSingleShot(true);
@@ -137,7 +101,7 @@ void FabricView::show_fabric(const topology::Fabric& fabric, const std::vector<d
 
 void FabricView::show_digests(std::shared_ptr<const FabricDigest> digest,
                               std::shared_ptr<const FabricDigest> vs_baseline) {
-  const QString mode = mode_->currentData().toString();
+  QString mode = mode_->currentData().toString();
   digest_ = std::move(digest);
   vs_baseline_ = std::move(vs_baseline);
   const QSignalBlocker block(mode_);
@@ -147,12 +111,52 @@ void FabricView::show_digests(std::shared_ptr<const FabricDigest> digest,
     mode_->addItem("Colour cables by change vs the healthy fabric", "healthy");
   if (vs_baseline_ && vs_baseline_->has_reference)
     mode_->addItem("Colour cables by change vs the baseline", "baseline");
+  if (digest_ && digest_->deviations.imported) {
+    mode_->addItem("Grey cables: show the deviations from the ideal", "deviations");
+    if (!user_mode_ && !digest_->deviations.items.empty()) mode = "deviations";
+  }
   mode_->setCurrentIndex(std::max(0, mode_->findData(mode)));
+  list_->show_digest(digest_.get());
+  selected_ = -1;
   redraw();
 }
 
 void FabricView::set_colour_mode(const QString& reference) {
+  user_mode_ = true;
   mode_->setCurrentIndex(std::max(0, mode_->findData(reference)));
+}
+
+bool FabricView::highlight_matching(const QString& text) {
+  const FabricDigest* d = current();
+  if (d == nullptr) return false;
+  for (std::size_t i = 0; i < d->deviations.items.size(); ++i) {
+    const auto& x = d->deviations.items[i];
+    if (QString::fromStdString(x.where + ": " + x.detail).contains(text, Qt::CaseInsensitive)) {
+      list_->select(static_cast<int>(i));  // the list tells the view to highlight it
+      return true;
+    }
+  }
+  return false;
+}
+
+QString FabricView::colour_mode() const {
+  return mode_->currentData().toString();
+}
+
+void FabricView::highlight_deviation(int index) {
+  for (QGraphicsItem* item : highlight_) {
+    view_->scene()->removeItem(item);
+    delete item;
+  }
+  highlight_.clear();
+  highlighted_.clear();
+  selected_ = index;
+  const FabricDigest* d = current();
+  if (d == nullptr || !d->detailed) return;
+  highlight_ = twin::gui::highlight_deviation(view_->scene(), *d, layout_, index, &highlighted_);
+  QRectF box;
+  for (const QGraphicsItem* item : highlight_) box |= item->sceneBoundingRect();
+  if (!box.isEmpty()) view_->ensureVisible(box);
 }
 
 const FabricDigest* FabricView::current() const {
@@ -171,33 +175,51 @@ int FabricView::scene_item_count() const {
 void FabricView::redraw() {
   const auto start = std::chrono::steady_clock::now();
   view_->scene()->clear();
+  highlight_.clear();
+  highlighted_.clear();
+  marks_ = {};
   axis_labels_.clear();
   const FabricDigest* d = current();
   if (d == nullptr) return;
-  const bool change = !mode_->currentData().toString().isEmpty() && d->has_reference;
+  const QString mode = mode_->currentData().toString();
+  const bool change = (mode == "healthy" || mode == "baseline") && d->has_reference;
   if (d->detailed) {
     draw_detailed(*d, change);
   } else {
     draw_aggregated(*d, change);
   }
-  side_->show_digest(d, change);
+  side_->show_digest(d, change, d->detailed ? &marks_ : nullptr,
+                     d->detailed && mode == "deviations");
   axis_labels_ << side_->axis_labels();
-  caption_->setText(
-      QString("%1-tier fat tree, radix %2: %3 cores, %4 spines, %5 leaves in %6 pod(s); %7 GPUs; "
-              "%8 TB per step on the cables%9")
-          .arg(d->tiers)
-          .arg(d->radix)
-          .arg(thousands(d->cores), thousands(d->spines), thousands(d->leaves), thousands(d->pods),
-               thousands(d->gpus))
-          .arg(d->traffic_bytes / 1e12, 0, 'f', 2)
-          .arg(d->detailed ? QString(". Hover a switch for its name; wheel zooms, drag pans.")
-                           : QString(". Large fabric: pods drawn as aggregates; hover a pod.")));
+  const FabricDeviations& dev = d->deviations;
+  if (dev.imported)
+    caption_->setText(
+        QString("Imported fabric %1: %2 spines, %3 leaves%4; %5 hosts (%6 usable) x %7 GPUs; "
+                "%8 TB per step on the cables. Deviations from the ideal fat tree are marked and "
+                "listed; pick one in the list to highlight it.")
+            .arg(QString::fromStdString(dev.source), thousands(d->spines), thousands(d->leaves),
+                 d->cores > 0 ? QString(", %1 cores").arg(thousands(d->cores)) : QString(),
+                 thousands(dev.hosts), thousands(dev.usable_hosts))
+            .arg(d->gpus / std::max(1, d->nodes))
+            .arg(d->traffic_bytes / 1e12, 0, 'f', 2));
+  else
+    caption_->setText(
+        QString("%1-tier fat tree, radix %2: %3 cores, %4 spines, %5 leaves in %6 pod(s); %7 GPUs; "
+                "%8 TB per step on the cables%9")
+            .arg(d->tiers)
+            .arg(d->radix)
+            .arg(thousands(d->cores), thousands(d->spines), thousands(d->leaves),
+                 thousands(d->pods), thousands(d->gpus))
+            .arg(d->traffic_bytes / 1e12, 0, 'f', 2)
+            .arg(d->detailed ? QString(". Hover a switch for its name; wheel zooms, drag pans.")
+                             : QString(". Large fabric: pods drawn as aggregates; hover a pod.")));
   QRectF box;
   for (const QGraphicsItem* item : view_->scene()->items())
     if (!(item->flags() & QGraphicsItem::ItemIgnoresTransformations))
       box |= item->sceneBoundingRect();
   view_->set_content(box, d->detailed ? 130 : 0);
   view_->fit();
+  if (selected_ >= 0) highlight_deviation(selected_);
   draw_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -209,6 +231,7 @@ void FabricView::draw_detailed(const FabricDigest& d, bool change) {
   const double gap = pitch * 2.5;
   const double width = pods * pod_w + (pods - 1) * gap;
   // Tiers spaced so the drawing has the viewport's shape (less the tier labels on the left).
+  const bool grey = mode_->currentData().toString() == "deviations";
   const QSize port = view_->viewport()->size();
   const double aspect =
       std::clamp(static_cast<double>(port.height()) / std::max(1, port.width() - 150), 0.35, 1.2);
@@ -280,7 +303,7 @@ void FabricView::draw_detailed(const FabricDigest& d, bool change) {
     const int bin = std::clamp(static_cast<int>(t * kBins), 0, kBins - 1);
     paths[static_cast<std::size_t>(bin)].moveTo(line.p1());
     paths[static_cast<std::size_t>(bin)].lineTo(line.p2());
-    if (e.hottest && !change) {
+    if (e.hottest && !change && !grey) {
       hot.moveTo(line.p1());
       hot.lineTo(line.p2());
       auto* tip = s->addLine(line, cosmetic(Qt::transparent, 6));
@@ -290,7 +313,7 @@ void FabricView::draw_detailed(const FabricDigest& d, bool change) {
                                QString::fromStdString(d.switches[e.upper].name),
                                pct(e.utilisation)));
     }
-    if (e.rerouted && !change) {
+    if (e.rerouted && !change && !grey) {
       moved.moveTo(line.p1());
       moved.lineTo(line.p2());
       auto* tip = s->addLine(line, cosmetic(Qt::transparent, 7));
@@ -301,20 +324,23 @@ void FabricView::draw_detailed(const FabricDigest& d, bool change) {
                                pct(e.ref_utilisation), QString::fromStdString(d.reference_name)));
     }
   }
-  if (!moved.isEmpty() && !change) s->addPath(moved, cosmetic(kRerouted, 7))->setZValue(-1);
-  if (!hot.isEmpty()) s->addPath(hot, cosmetic(Qt::black, 5))->setZValue(-0.5);
+  if (!moved.isEmpty() && !change && !grey)
+    s->addPath(moved, cosmetic(kRerouted, 7))->setZValue(-1);
+  if (!hot.isEmpty() && !grey) s->addPath(hot, cosmetic(Qt::black, 5))->setZValue(-0.5);
   for (int b = 0; b < kBins; ++b) {
     if (paths[static_cast<std::size_t>(b)].isEmpty()) continue;
     const double t = (b + 0.5) / kBins;
-    const QColor c = !d.has_loads ? QColor(170, 170, 190)
-                     : change     ? diverging_color(2 * t - 1)
-                                  : sequential_color(t);
+    const QColor c = !d.has_loads || grey ? QColor(170, 170, 190)
+                     : change             ? diverging_color(2 * t - 1)
+                                          : sequential_color(t);
     const double w = change ? 1.0 + 2.0 * std::abs(2 * t - 1) : 1.0 + 2.0 * t;
-    s->addPath(paths[static_cast<std::size_t>(b)], cosmetic(c, d.has_loads ? w : 0.8));
+    s->addPath(paths[static_cast<std::size_t>(b)], cosmetic(c, d.has_loads && !grey ? w : 0.8));
   }
 
   // Switches, with their names on hover (and under them when there are few).
   const bool names = d.switches.size() <= 80;
+  const bool imported = d.deviations.imported;
+  layout_ = SwitchLayout{at, std::vector<double>(d.switches.size(), 0.0), sw_h, y_units, unit_h};
   for (std::size_t i = 0; i < d.switches.size(); ++i) {
     const auto& sw = d.switches[i];
     const double w = sw.tier == Tier::core
@@ -324,6 +350,7 @@ void FabricView::draw_detailed(const FabricDigest& d, bool change) {
                                                                              : d.leaves_per_pod) *
                                           0.7,
                                       3.0, 36.0);
+    layout_.width[i] = w;
     const QColor fill = sw.down                  ? kDown
                         : sw.tier == Tier::core  ? kCore
                         : sw.tier == Tier::spine ? kSpine
@@ -333,14 +360,25 @@ void FabricView::draw_detailed(const FabricDigest& d, bool change) {
                    QPen(sw.down ? QColor(200, 0, 0) : QColor(Qt::black), sw.down ? 3 : 0.5), fill);
     item->setZValue(4);
     const QString tier = sw.tier == Tier::core ? "core" : sw.tier == Tier::spine ? "spine" : "leaf";
-    item->setToolTip(QString("%1 (%2 tier%3)%4\n%5 ports x %6 Gb/s\ntraffic %7 GB per step")
-                         .arg(QString::fromStdString(sw.name), tier,
-                              sw.tier == Tier::core ? QString(", plane %1").arg(sw.pod)
-                                                    : QString(", pod %1").arg(sw.pod),
-                              sw.down ? QString(" - DOWN") : QString())
-                         .arg(d.radix)
-                         .arg(d.port_gbps)
-                         .arg(sw.bytes / 1e9, 0, 'f', 2));
+    QString tip = QString("%1 (%2 tier%3)%4\n%5 ports x %6 Gb/s\ntraffic %7 GB per step")
+                      .arg(QString::fromStdString(sw.name), tier,
+                           sw.tier == Tier::core ? QString(", plane %1").arg(sw.pod)
+                                                 : QString(", pod %1").arg(sw.pod),
+                           sw.down ? QString(" - DOWN") : QString())
+                      .arg(d.radix)
+                      .arg(d.port_gbps)
+                      .arg(sw.bytes / 1e9, 0, 'f', 2);
+    if (imported) {
+      if (sw.rail >= 0)
+        tip += QString("\nserves rail %1; %2 adapters").arg(sw.rail).arg(sw.adapters);
+      if (sw.tier != Tier::core) tip += QString("\n%1 uplinks").arg(sw.uplinks);
+      for (const auto& x : d.deviations.items)
+        if ((x.lower == static_cast<int>(i) && x.kind == DeviationKind::uneven_uplinks) ||
+            ((x.lower == static_cast<int>(i) || x.upper == static_cast<int>(i)) &&
+             x.kind != DeviationKind::uneven_uplinks))
+          tip += QString("\n- %1").arg(QString::fromStdString(x.where + ": " + x.detail));
+    }
+    item->setToolTip(tip);
     if (sw.down) {  // the failed switch is named above it
       auto* label = add_label(s, QString::fromStdString(sw.name) + " DOWN",
                               at[i] - QPointF(0, sw_h / 2), 8.5, true);
@@ -348,15 +386,26 @@ void FabricView::draw_detailed(const FabricDigest& d, bool change) {
       label->setTransform(QTransform::fromTranslate(-label->boundingRect().width() / 2,
                                                     -label->boundingRect().height()));
     }
-    if (names) {  // the index under each switch; the full name on hover
-      auto* label = add_label(s, QString::number(sw.index), at[i] + QPointF(0, sw_h / 2 + 1), 7);
+    // The index under each switch (an imported leaf shows its uplinks there); name on hover.
+    if (names && !(imported && sw.tier == Tier::leaf)) {
+      // On an imported fabric the top tier's cables fan out below it: its index goes above.
+      const bool above = imported && (sw.tier == Tier::core || !three);
+      auto* label = add_label(s, QString::number(sw.index),
+                              at[i] + QPointF(0, above ? -sw_h / 2 - 1 : sw_h / 2 + 1), 7);
       label->setBrush(QColor(60, 60, 60));
-      label->setTransform(QTransform::fromTranslate(-label->boundingRect().width() / 2, 0));
+      label->setTransform(QTransform::fromTranslate(-label->boundingRect().width() / 2,
+                                                    above ? -label->boundingRect().height() : 0));
     }
   }
 
+  if (imported) {
+    // A real fabric's hosts do not form regular units: the adapters cabled to each leaf, then
+    // the deviations over the whole drawing.
+    draw_adapters(s, d, layout_);
+    marks_ = draw_deviations(s, d, layout_);
+  }
   // Scalable units under their leaves.
-  for (std::size_t u = 0; u < d.units.size(); ++u) {
+  for (std::size_t u = 0; u < d.units.size() && !imported; ++u) {
     const auto& unit = d.units[u];
     const int per_pod = std::max(1, d.leaves_per_pod);
     // A unit's leaves may span pods (small radix); its box spans them too.
@@ -389,10 +438,14 @@ void FabricView::draw_detailed(const FabricDigest& d, bool change) {
     tiers << "core";
   }
   tier_label(QString("spine\n%1 switches").arg(thousands(d.spines)), y_spine);
-  tier_label(QString("leaf\n%1 switches").arg(thousands(d.leaves)), y_leaf);
-  tier_label(
-      QString("nodes\n%1 x %2 GPUs").arg(thousands(d.nodes)).arg(d.gpus / std::max(1, d.nodes)),
-      y_units + unit_h / 2);
+  tier_label(QString(imported ? "leaf\n%1 switches\n(uplinks under)" : "leaf\n%1 switches")
+                 .arg(thousands(d.leaves)),
+             y_leaf);
+  tier_label(imported ? QString("adapters\n%1 hosts").arg(thousands(d.nodes))
+                      : QString("nodes\n%1 x %2 GPUs")
+                            .arg(thousands(d.nodes))
+                            .arg(d.gpus / std::max(1, d.nodes)),
+             y_units + unit_h / 2);
   axis_labels_ << tiers << "spine"
                << "leaf"
                << "nodes";

@@ -5,43 +5,28 @@
 // healthy fabric when the scenario has failures; a pinned baseline of the same fabric). The
 // hottest links and the links a failure rerouted traffic onto are outlined; hover a switch or a
 // pod for its name and loads; the wheel zooms, dragging pans, a double click fits the view.
+// An imported fabric (fabric.file) is drawn as found, with its deviations from the ideal fat
+// tree marked (fabric_deviation_layer.hpp) and listed beside it; picking one highlights it.
 // Above kDetailMaxSwitches switches pods are drawn as aggregates (see fabric_digest.hpp). The
 // digest is computed in the run's worker thread; drawing it is O(switch pairs) or O(pods).
 
-#include <QGraphicsView>
+#include <QList>
 #include <QWidget>
 #include <memory>
 
+#include "gui/fabric_deviation_layer.hpp"
 #include "gui/fabric_digest.hpp"
+#include "gui/zoomable_view.hpp"
 
 class QComboBox;
+class QGraphicsItem;
 class QLabel;
 class QTimer;
 
 namespace twin::gui {
 
+class FabricDeviationList;
 class FabricSidePanel;
-
-/// Zoom with the wheel, pan by dragging, double click to fit.
-class ZoomableView : public QGraphicsView {
-  Q_OBJECT
- public:
-  explicit ZoomableView(QWidget* parent = nullptr);
-  /// The drawing's extent, and the width of the labels drawn left of it (screen pixels).
-  void set_content(const QRectF& box, double label_px);
-  /// Shows the whole drawing.
-  void fit();
-
- protected:
-  void wheelEvent(QWheelEvent* event) override;
-  void resizeEvent(QResizeEvent* event) override;
-  void mouseDoubleClickEvent(QMouseEvent* event) override;
-
- private:
-  bool zoomed_ = false;
-  QRectF box_;
-  double label_px_ = 0;
-};
 
 class FabricView : public QWidget {
   Q_OBJECT
@@ -59,9 +44,23 @@ class FabricView : public QWidget {
   [[nodiscard]] QStringList legend_entries() const;
   /// Tier labels of the drawing and the axis titles of the side panel's distributions.
   [[nodiscard]] QStringList axis_labels() const { return axis_labels_; }
-  /// Colour cables by the change against this reference: "healthy" or "baseline" ("" = load).
+  /// Colour cables by the change against this reference: "healthy" or "baseline" ("" = load);
+  /// "deviations" greys the cables so an imported fabric's deviations stand out (the default
+  /// for an imported fabric that has some).
   void set_colour_mode(const QString& reference);
+  [[nodiscard]] QString colour_mode() const;
   [[nodiscard]] int scene_item_count() const;
+  /// An imported fabric's deviations: the list beside the drawing, what the drawing marked, and
+  /// the highlight of one (index into FabricDigest::deviations.items; -1 clears), which the
+  /// list's selection also sets.
+  [[nodiscard]] const FabricDeviationList* deviation_list() const { return list_; }
+  [[nodiscard]] const DeviationMarks& deviation_marks() const { return marks_; }
+  void highlight_deviation(int index);
+  /// Selects (in the list) and highlights the first deviation whose text contains `text`;
+  /// false when none does.
+  bool highlight_matching(const QString& text);
+  [[nodiscard]] QStringList highlighted_switches() const { return highlighted_; }
+  [[nodiscard]] const FabricDigest* digest() const { return current(); }
 
  private:
   void redraw();
@@ -74,6 +73,13 @@ class FabricView : public QWidget {
   QLabel* caption_ = nullptr;
   ZoomableView* view_ = nullptr;
   FabricSidePanel* side_ = nullptr;
+  FabricDeviationList* list_ = nullptr;
+  SwitchLayout layout_;
+  DeviationMarks marks_;
+  QList<QGraphicsItem*> highlight_;
+  QStringList highlighted_;
+  int selected_ = -1;       ///< highlighted deviation
+  bool user_mode_ = false;  ///< the user (or a caller) picked the colouring
   std::shared_ptr<const FabricDigest> digest_, vs_baseline_;
   QStringList axis_labels_;
   double draw_s_ = 0;

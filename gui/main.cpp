@@ -33,9 +33,14 @@ void add_options(QCommandLineParser& parser) {
   parser.addOption(
       {"view", "View for --screenshot: fabric, step, campaign, bom or compare.", "VIEW", "fabric"});
   parser.addOption({"colour",
-                    "Fabric cables coloured by: load, healthy (change vs the healthy fabric) or "
-                    "baseline (change vs --baseline).",
+                    "Fabric cables coloured by: load, healthy (change vs the healthy fabric), "
+                    "baseline (change vs --baseline) or deviations (grey cables under an imported "
+                    "fabric's deviations; its default when it has some).",
                     "MODE", "load"});
+  parser.addOption({"deviation",
+                    "Imported fabric: select and highlight the first deviation whose text "
+                    "contains TEXT (e.g. HCA-5).",
+                    "TEXT"});
   parser.addOption({"trials", "Monte Carlo trials of the failure campaign.", "N", "50"});
   parser.addOption({"size", "Window size for --screenshot, WxH.", "WxH", "1600x1000"});
 }
@@ -114,9 +119,14 @@ int main(int argc, char** argv) {
   QApplication::processEvents();
   if (!window.run_now()) return fail(window.error_text());
   const QString colour = parser.value("colour");
-  if (colour != "load" && colour != "healthy" && colour != "baseline")
-    return fail("--colour " + colour + ": expected load, healthy or baseline");
-  window.fabric_view()->set_colour_mode(colour == "load" ? QString() : colour);
+  if (colour != "load" && colour != "healthy" && colour != "baseline" && colour != "deviations")
+    return fail("--colour " + colour + ": expected load, healthy, baseline or deviations");
+  if (parser.isSet("colour"))
+    window.fabric_view()->set_colour_mode(colour == "load" ? QString() : colour);
+  if (parser.isSet("deviation") &&
+      !window.fabric_view()->highlight_matching(parser.value("deviation")))
+    return fail("--deviation " + parser.value("deviation") +
+                ": no deviation of the fabric says that");
   window.show_view(view);
   window.show();
   QApplication::processEvents();

@@ -7,6 +7,7 @@
 #include "core/units.hpp"
 #include "topology/fabric_import.hpp"
 #include "topology/ibnetdiscover.hpp"
+#include "topology/lft.hpp"
 #include "topology/node_states.hpp"
 
 namespace twin::topology {
@@ -82,6 +83,8 @@ Fabric::Fabric(ClusterSpec cluster, FabricSpec fabric)
     build();
   }
   load_host_states();
+  if (!spec_.lfts.empty())
+    lfts_ = std::make_shared<const ForwardingTables>(ForwardingTables::read(spec_.lfts, *this));
 }
 
 Fabric::Fabric(ClusterSpec cluster, FabricSpec fabric, const FabricPlan& plan)

@@ -27,6 +27,7 @@
 /// down: they stay in the graph but placement leaves them out.
 
 #include <boost/graph/adjacency_list.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,8 @@ struct Cable {
 enum class HostState : std::uint8_t { up, drained, down };
 std::string_view to_string(HostState state);
 
+class ForwardingTables;
+
 class Fabric {
  public:
   /// Builds the fabric; throws core::Error (naming the field) if the spec is impossible.
@@ -103,6 +106,8 @@ class Fabric {
   [[nodiscard]] int usable_host_count() const;
   /// Marks hosts from a Slurm node-state file; see topology/node_states.hpp.
   void apply_host_states(const std::vector<std::pair<int, HostState>>& states);
+  /// The subnet's forwarding tables (`fabric.lfts`), or null: routes use up/down tables.
+  [[nodiscard]] const ForwardingTables* forwarding_tables() const { return lfts_.get(); }
   /// The plan an explicit fabric was built from (empty for generated ones).
   [[nodiscard]] const FabricPlan& plan() const { return plan_; }
 
@@ -189,6 +194,7 @@ class Fabric {
   std::vector<HostState> host_state_;
   std::vector<int> next_port_;  ///< per switch vertex: next free port (generated fabrics)
   FabricPlan plan_;
+  std::shared_ptr<const ForwardingTables> lfts_;
   bool explicit_ = false;
   Graph graph_;
   int first_nic_ = 0, first_nvswitch_ = 0, first_leaf_ = 0, first_spine_ = 0, first_core_ = 0;

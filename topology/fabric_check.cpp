@@ -77,6 +77,18 @@ std::string cable_ends(const FabricPlan& p, const PlanCable& c) {
   return end(c.lower) + " - " + end(c.upper);
 }
 
+/// Appends a deviation; the caller fills in what it is about.
+Deviation& add(FabricCheck& out, const char* kind, std::string where, std::string detail,
+               int line) {
+  Deviation d;
+  d.kind = kind;
+  d.where = std::move(where);
+  d.detail = std::move(detail);
+  d.line = line;
+  out.deviations.push_back(std::move(d));
+  return out.deviations.back();
+}
+
 }  // namespace
 
 int FabricCheck::count(const std::string& kind) const {
@@ -110,11 +122,19 @@ FabricCheck check_fabric(const Fabric& fabric) {
 
   for (const PlanCable& c : p.cables) {
     const Rate& want = c.lower.nic ? nic : sw;
-    if (c.gbps < want.gbps)
-      out.deviations.push_back({"slow_link", cable_ends(p, c),
-                                fmt::format("{}x{} ({} Gb/s), fabric runs {}x{} ({} Gb/s)", c.width,
-                                            c.speed, c.gbps, want.width, want.speed, want.gbps),
-                                c.line});
+    if (c.gbps >= want.gbps) continue;
+    Deviation& d = add(out, "slow_link", cable_ends(p, c),
+                       fmt::format("{}x{} ({} Gb/s), fabric runs {}x{} ({} Gb/s)", c.width, c.speed,
+                                   c.gbps, want.width, want.speed, want.gbps),
+                       c.line);
+    d.upper_switch = c.upper.index;
+    if (c.lower.nic) {
+      const PlanNic& n = p.nics[static_cast<std::size_t>(c.lower.index)];
+      d.host = n.host;
+      d.rail = n.rail;
+    } else {
+      d.lower_switch = c.lower.index;
+    }
   }
 
   // Leaf-spine pairs: p parallel cables from every leaf to every spine of its pod.
@@ -156,41 +176,55 @@ FabricCheck check_fabric(const Fabric& fabric) {
       if (spine.tier != 2 || spine.pod != leaf.pod) continue;
       auto it = pair_count.find({static_cast<int>(a), static_cast<int>(b)});
       const int have = it == pair_count.end() ? 0 : it->second;
-      if (have < parallel)
-        out.deviations.push_back({"missing_link", leaf.name + " - " + spine.name,
-                                  fmt::format("{} of {} cables", have, parallel), 0});
+      if (have >= parallel) continue;
+      Deviation& d = add(out, "missing_link", leaf.name + " - " + spine.name,
+                         fmt::format("{} of {} cables", have, parallel), 0);
+      d.lower_switch = static_cast<int>(a);
+      d.upper_switch = static_cast<int>(b);
+      d.have = have;
+      d.want = parallel;
     }
-    if (up_count[a] < out.ideal_leaf_up)
-      out.deviations.push_back({"uneven_uplinks", leaf.name,
-                                fmt::format("{} of {} uplinks", up_count[a], out.ideal_leaf_up),
-                                0});
+    if (up_count[a] < out.ideal_leaf_up) {
+      Deviation& d = add(out, "uneven_uplinks", leaf.name,
+                         fmt::format("{} of {} uplinks", up_count[a], out.ideal_leaf_up), 0);
+      d.lower_switch = static_cast<int>(a);
+      d.have = up_count[a];
+      d.want = out.ideal_leaf_up;
+    }
   }
   for (std::size_t k = 0; k < p.switches.size(); ++k)
-    if (p.switches[k].tier == 2 && p.tiers == 3 && up_count[k] < out.ideal_spine_up)
-      out.deviations.push_back({"uneven_uplinks", p.switches[k].name,
-                                fmt::format("{} of {} uplinks", up_count[k], out.ideal_spine_up),
-                                0});
+    if (p.switches[k].tier == 2 && p.tiers == 3 && up_count[k] < out.ideal_spine_up) {
+      Deviation& d = add(out, "uneven_uplinks", p.switches[k].name,
+                         fmt::format("{} of {} uplinks", up_count[k], out.ideal_spine_up), 0);
+      d.lower_switch = static_cast<int>(k);
+      d.have = up_count[k];
+      d.want = out.ideal_spine_up;
+    }
 
   // Rails and adapters.
   for (const PlanCable* c : nic_cables) {
     const PlanNic& n = p.nics[static_cast<std::size_t>(c->lower.index)];
     const PlanSwitch& leaf = p.switches[static_cast<std::size_t>(c->upper.index)];
-    if (p.rail_optimized && leaf.rail >= 0 && n.rail != leaf.rail)
-      out.deviations.push_back({"wrong_rail", cable_ends(p, *c),
-                                fmt::format("adapter '{}' is rail {} but its leaf serves rail {}",
-                                            n.adapter, n.rail, leaf.rail),
-                                c->line});
+    if (!p.rail_optimized || leaf.rail < 0 || n.rail == leaf.rail) continue;
+    Deviation& d = add(out, "wrong_rail", cable_ends(p, *c),
+                       fmt::format("adapter '{}' is rail {} but its leaf serves rail {}", n.adapter,
+                                   n.rail, leaf.rail),
+                       c->line);
+    d.upper_switch = c->upper.index;
+    d.host = n.host;
+    d.rail = n.rail;
   }
   for (int h = 0; h < fabric.cluster().nodes; ++h) {
     std::vector<std::string> missing;
     for (int r = 0; r < p.rails; ++r)
       if (!fabric.nic_present(h * p.rails + r)) missing.push_back(std::to_string(r));
-    if (!missing.empty())
-      out.deviations.push_back(
-          {"missing_adapter", fabric.host_name(h),
-           fmt::format("no cable on rail{} {} (host cannot carry a job)",
-                       missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")),
-           0});
+    if (missing.empty()) continue;
+    Deviation& d = add(out, "missing_adapter", fabric.host_name(h),
+                       fmt::format("no cable on rail{} {} (host cannot carry a job)",
+                                   missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")),
+                       0);
+    d.host = h;
+    d.rail = std::stoi(missing.front());
   }
 
   // Costs.
@@ -200,6 +234,7 @@ FabricCheck check_fabric(const Fabric& fabric) {
   cluster.node_states.clear();
   FabricSpec spec = fabric.spec();
   spec.file.clear();
+  spec.lfts.clear();
   const Fabric ideal(cluster, spec, ideal_plan(fabric, out));
   out.ideal_bisection_GBps = compute_bom(ideal).bisection_GBps;
   out.ideal_leaf_ratio = worst_leaf_ratio(ideal, nullptr);

@@ -30,6 +30,14 @@ struct Deviation {
   std::string where;  ///< switch, host or cable ends
   std::string detail;
   int line = 0;  ///< line of the dump, when one cable is at fault
+  /// What it is about, for tools that draw it (-1: not applicable). Switches are indices into
+  /// the plan's switches: the leaf and spine of a missing_link, the switch of uneven_uplinks,
+  /// the lower and upper switch of a slow switch cable, the leaf of a wrong_rail or slow NIC
+  /// cable. `host` and `rail` name the adapter of a NIC cable or a missing_adapter (its first
+  /// missing rail).
+  int lower_switch = -1, upper_switch = -1;
+  int host = -1, rail = -1;
+  int have = 0, want = 0;  ///< cables (missing_link) or uplinks (uneven_uplinks): found, ideal
 };
 
 struct FabricCheck {

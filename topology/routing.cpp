@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "topology/lft.hpp"
 
 namespace twin::topology {
 
@@ -125,7 +126,9 @@ Route Router::nic_route(int src_nic, int dst_nic, std::uint64_t flow_label) cons
   if (updown_ != nullptr) {
     route.latency_s = f.link(src_cable.up).latency_s + f.link(dst_cable.down).latency_s;
     route.fabric_hops = 2;
-    if (ls != ld)
+    if (f.forwarding_tables() != nullptr)  // the subnet's own tables, whatever the mode
+      route.latency_s += f.forwarding_tables()->route_to(route, f, state_, ls, src_nic, dst_nic);
+    else if (ls != ld)
       updown_->route_between_leaves(route, ls, ld, src_nic, dst_nic, mode_, seed_, flow_label);
     append(route, dst_cable.down, 1.0);
     return route;

@@ -57,6 +57,9 @@ struct FabricSpec {
   /// An `ibnetdiscover` dump of a real fabric. When set, the fabric is imported as it is (hosts,
   /// switches, cables, their widths and speeds) and the generator's sizes are ignored.
   std::string file;
+  /// The subnet's unicast forwarding tables (`dump_lfts.sh` / `ibroute` output) for `file`'s
+  /// fabric: routes then follow them instead of computed up/down tables (topology/lft.hpp).
+  std::string lfts;
   /// Switch tiers: 2 (leaf-spine) or 3 (leaf-spine-core).
   int tiers = 3;
   /// Ports per switch. Quantum-2 QM9700: 64 ports of 400 Gb/s (datasheets.md).

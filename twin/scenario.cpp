@@ -23,8 +23,9 @@ namespace {
 
 using detail::MapReader;
 
-/// `fabric.file` and `cluster.node_states` are relative to the scenario file's folder (to the
-/// current folder for the embedded default), so a scenario and its dump travel together.
+/// `fabric.file`, `fabric.lfts` and `cluster.node_states` are relative to the scenario file's
+/// folder (to the current folder for the embedded default), so a scenario and its dump travel
+/// together.
 std::string relative_to_scenario(const std::string& path, const std::string& source) {
   if (path.empty() || std::filesystem::path(path).is_absolute() || source.empty() ||
       source.front() == '<')
@@ -90,6 +91,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
   s.has_validation = root["validation"].IsDefined() && !root["validation"].IsNull();
   detail::read_by_schema(root, origin, s);
   s.fabric.file = relative_to_scenario(s.fabric.file, source);
+  s.fabric.lfts = relative_to_scenario(s.fabric.lfts, source);
   s.cluster.node_states = relative_to_scenario(s.cluster.node_states, source);
   detail::apply_profile_hardware(s, root["cluster"], origin);
   return s;

@@ -79,6 +79,9 @@ void fabric(std::vector<Entry>& t) {
   t.push_back(plain("fabric.file", f(&FabricSpec::file), "", kAny,
                     "An ibnetdiscover dump of a real fabric (relative to the scenario); when set "
                     "the fabric is imported and the generator's sizes are ignored"));
+  t.push_back(plain("fabric.lfts", f(&FabricSpec::lfts), "", kAny,
+                    "The subnet's unicast forwarding tables for fabric.file (dump_lfts.sh / "
+                    "ibroute output, relative to the scenario); routes then follow them"));
   t.push_back(plain("fabric.tiers", f(&FabricSpec::tiers), "", between(2, 3),
                     "Switch tiers: 2 (leaf-spine) or 3 (leaf-spine-core)"));
   t.push_back(plain("fabric.switch_radix", f(&FabricSpec::switch_radix), "", between(4, 4096),
