@@ -19,6 +19,8 @@ class Error : public std::runtime_error {
     input,           ///< a value the user gave is invalid (the default)
     not_supported,   ///< valid, but this model or algorithm cannot do it for these inputs
     not_calibrated,  ///< the hardware profile lacks the figure this needs
+    does_not_fit,    ///< valid, but the job does not fit this configuration: memory, or the
+                     ///< work does not divide (layers over pp x virtual_stages, ...)
     io,              ///< a file cannot be read or written
   };
 

@@ -151,6 +151,20 @@ TEST(Step, BadJobsAreClearErrors) {
   });
   EXPECT_EQ(memory.field(), "parallelism");
   EXPECT_NE(memory.reason().find("does not fit"), std::string::npos);
+  EXPECT_EQ(memory.kind(), core::Error::Kind::does_not_fit);
+  // virtual_stages: auto rules out only interleavings that do not fit; an error of the scenario
+  // itself is reported as it is, not as "no interleaving fits".
+  const auto wrong_count = error_of([&] {
+    run({"parallelism.virtual_stages=auto", "parallelism.pp=3", "parallelism.dp=170"});
+  });
+  EXPECT_EQ(wrong_count.field(), "parallelism");
+  EXPECT_EQ(wrong_count.kind(), core::Error::Kind::input);
+  const auto none_fits = error_of([&] {
+    run({"model.preset=llama3-405b", "parallelism.pp=2", "parallelism.dp=256",
+         "parallelism.virtual_stages=auto"});
+  });
+  EXPECT_EQ(none_fits.field(), "parallelism.virtual_stages");
+  EXPECT_NE(none_fits.reason().find("no interleaving fits"), std::string::npos);
   EXPECT_EQ(error_of([&] { load_scenario("", {"model.preset=llama4"}); }).field(), "model.preset");
   EXPECT_EQ(error_of([&] { run({"training.global_batch=1000"}); }).field(),
             "training.global_batch");

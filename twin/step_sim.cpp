@@ -558,7 +558,9 @@ StepReport simulate_step(const Cluster& cluster, const std::string& engine, bool
       StepReport r = simulate_fixed(cluster.with(candidate), engine, per_rank, cancel);
       if (!best || r.step_time_s < best->step_time_s) best = std::move(r);
     } catch (const core::Error& e) {
-      if (e.field().rfind("parallelism", 0) != 0 && e.field() != "training.global_batch") throw;
+      // Only "does not fit this interleaving" (memory, layers or micro-batches that do not
+      // divide) rules a candidate out; any other error is the scenario's and is reported.
+      if (e.kind() != core::Error::Kind::does_not_fit) throw;
       if (!last_error) last_error = e;
     }
   }

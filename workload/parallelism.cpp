@@ -185,11 +185,11 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                           fmt::format("every stage needs at least virtual_stages ({}) layers", v));
   } else if (p.stage_layers_auto) {
     if (model.layers < p.pp * v)
-      throw core::Error("parallelism.pp", std::to_string(p.pp),
+      throw core::Error(core::Error::Kind::does_not_fit, "parallelism.pp", std::to_string(p.pp),
                         fmt::format("pp x virtual_stages ({}) exceeds model.layers ({})", p.pp * v,
                                     model.layers));
   } else if (model.layers % (p.pp * v) != 0) {
-    throw core::Error("parallelism.pp", std::to_string(p.pp),
+    throw core::Error(core::Error::Kind::does_not_fit, "parallelism.pp", std::to_string(p.pp),
                       fmt::format("pp x virtual_stages ({}) must divide model.layers ({}); or "
                                   "set parallelism.stage_layers (auto or a list)",
                                   p.pp * v, model.layers));
@@ -222,8 +222,8 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   if (p.recompute != "none" && p.recompute != "selective" && p.recompute != "full")
     throw core::Error("parallelism.recompute", p.recompute, "must be none, selective or full");
   if (v > 1 && p.pp == 1)
-    throw core::Error("parallelism.virtual_stages", std::to_string(p.virtual_stages),
-                      "interleaving needs pp > 1");
+    throw core::Error(core::Error::Kind::does_not_fit, "parallelism.virtual_stages",
+                      std::to_string(p.virtual_stages), "interleaving needs pp > 1");
   const double per_step = static_cast<double>(p.dp) * p.micro_batch;
   const double micro = t.global_batch / per_step;
   if (!(t.global_batch > 0) || micro != static_cast<double>(static_cast<long long>(micro)))
@@ -239,7 +239,8 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                                   "= {})); at most {:g} are simulated",
                                   micro, per_step, kMaxMicroBatches));
   if (v > 1 && static_cast<long long>(micro) % p.pp != 0)
-    throw core::Error("training.global_batch", fmt::format("{}", t.global_batch),
+    throw core::Error(core::Error::Kind::does_not_fit, "training.global_batch",
+                      fmt::format("{}", t.global_batch),
                       "interleaved 1F1B needs the micro-batch count to be a multiple of pp");
   if (t.precision != "bf16" && t.precision != "fp8")
     throw core::Error("training.precision", t.precision, "must be bf16 or fp8");
@@ -325,7 +326,7 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
 void check_memory(const MemoryBreakdown& m, double capacity_GB, const std::string& gpu) {
   if (m.total_GB() <= capacity_GB) return;
   throw core::Error(
-      "parallelism", "",
+      core::Error::Kind::does_not_fit, "parallelism", "",
       fmt::format("the model does not fit: {:.1f} GB per GPU needed on {} ({:.0f} GB): weights "
                   "{:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, reserve {:.1f}. "
                   "Raise tp/pp, use zero 2-3, recompute, or a smaller micro_batch",
