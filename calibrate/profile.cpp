@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -50,6 +51,14 @@ class ObjectReader {
     if (v == nullptr) return fallback;
     if (!v->is_number()) throw error(key, "expected a number");
     return v->get<double>();
+  }
+  /// A count: a whole number within [0, 2^31) (a double past an int's range would not convert).
+  int count(const std::string& key, bool required) {
+    const double v = number(key, 0, required);
+    if (!(v >= 0 && v <= std::numeric_limits<int>::max()) || v != std::floor(v))
+      throw error(key, fmt::format("expected a whole number from 0 to {}, not {}",
+                                   std::numeric_limits<int>::max(), v));
+    return static_cast<int>(v);
   }
   Figure figure(const std::string& key, bool required = true) {
     const json* v = required ? &require(key) : find(key);
@@ -281,7 +290,7 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
   Profile p;
   if (top.text("format") != "clustertwin-profile")
     throw top.error("format", "expected \"clustertwin-profile\"");
-  p.version = static_cast<int>(top.number("version", 0, true));
+  p.version = top.count("version", true);
   if (p.version != Profile::kVersion)
     throw core::Error(
         "version", std::to_string(p.version),
@@ -352,8 +361,8 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
     c.bus_bandwidth_GBps = r.figure("bus_bandwidth_GBps", false);
     c.min_bytes = r.number("min_bytes", 0, false);
     c.max_bytes = r.number("max_bytes", 0, false);
-    c.nodes = static_cast<int>(r.number("nodes", 0, false));
-    c.gpus_per_node = static_cast<int>(r.number("gpus_per_node", 0, false));
+    c.nodes = r.count("nodes", false);
+    c.gpus_per_node = r.count("gpus_per_node", false);
     if (const json* fit = r.find("fit")) {
       ObjectReader f(*fit, r.path() + ".fit", source);
       FitQuality q;
@@ -361,7 +370,7 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
       q.median_abs_error_pct = f.number("median_abs_error_pct", 0, true);
       q.max_abs_error_pct = f.number("max_abs_error_pct", 0, true);
       q.loo_median_abs_error_pct = f.number("loo_median_abs_error_pct", 0, true);
-      q.points = static_cast<int>(f.number("points", 0, true));
+      q.points = f.count("points", true);
       f.finish();
       c.fit = q;
     }

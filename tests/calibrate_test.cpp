@@ -241,6 +241,17 @@ TEST(Profile, BadProfilesNameTheField) {
   // A number past the range of a double is an error with the file, not an escaping exception.
   const auto overflow = error_of([] { parse_profile(R"({"version": 1e8609})", "p.json"); });
   EXPECT_EQ(overflow.file(), "p.json");
+  // A count past an int (found by the profile fuzzer) is refused, not converted.
+  auto with_version = [&](const std::string& v) {
+    std::string t = text;
+    const std::string key = "\"version\": 1";
+    t.replace(t.find(key), key.size(), "\"version\": " + v);
+    return t;
+  };
+  const auto huge = error_of([&] { parse_profile(with_version("8.2e49"), "p.json"); });
+  EXPECT_EQ(huge.field(), "version");
+  EXPECT_NE(huge.reason().find("whole number"), std::string::npos) << huge.what();
+  EXPECT_EQ(error_of([&] { parse_profile(with_version("1.5"), "p.json"); }).field(), "version");
   std::string bad_eff = text;
   bad_eff.replace(bad_eff.find("\"payload_efficiency\": {\n      \"value\": 0.95"),
                   std::string("\"payload_efficiency\": {\n      \"value\": 0.95").size(),
