@@ -233,9 +233,7 @@ void apply_host_pool(const topology::Fabric& fabric, CampaignInputs& in) {
 }  // namespace
 
 CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& options) {
-  if (!scenario.has_job)
-    throw core::Error("model", "", "the scenario has no model section: nothing to train",
-                      scenario.source);
+  require_job(scenario);
   return run_campaign(Cluster(scenario), options);
 }
 

@@ -3,17 +3,10 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "calibrate/profile.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
-#include "core/text.hpp"
-#include "netsim/collective.hpp"
 #include "twin/detail/scenario_fields.hpp"
 #include "twin/detail/schema_entry.hpp"
 #include "twin/yaml_reader.hpp"

@@ -36,17 +36,19 @@ std::string rule_broken(double v, const FieldBounds& b, FieldType type) {
   return fmt::format("must be {} {}", b.min_exclusive ? ">" : ">=", bound_text(*b.min, type));
 }
 
+/// A broken rule followed by the field's explanation of it, if it has one.
+std::string with_why(std::string rule, const FieldBounds& b) {
+  if (!rule.empty() && !b.why.empty()) rule += " (" + b.why + ")";
+  return rule;
+}
+
 std::string out_of_bounds(double v, const FieldBounds& b, FieldType type) {
-  std::string why = rule_broken(v, b, type);
-  if (!why.empty() && !b.why.empty()) why += " (" + b.why + ")";
-  return why;
+  return with_why(rule_broken(v, b, type), b);
 }
 
 std::string not_a_choice(const std::string& value, const FieldBounds& b) {
-  std::string why =
-      "must be one of " + core::quoted_list(b.choices) + core::did_you_mean(value, b.choices);
-  if (!b.why.empty()) why += " (" + b.why + ")";
-  return why;
+  return with_why(
+      "must be one of " + core::quoted_list(b.choices) + core::did_you_mean(value, b.choices), b);
 }
 
 std::vector<std::string> keys_of(const std::string& section) {

@@ -529,20 +529,22 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
 
 }  // namespace
 
-StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank,
-                         const core::CancelToken* cancel) {
+void require_job(const Scenario& scenario) {
   if (!scenario.has_job)
     throw core::Error("model", "", "the scenario has no model section: nothing to train",
                       scenario.source);
+}
+
+StepReport simulate_step(const Scenario& scenario, const std::string& engine, bool per_rank,
+                         const core::CancelToken* cancel) {
+  require_job(scenario);  // before the cluster is built: the first error a user should see
   return simulate_step(Cluster(scenario), engine, per_rank, cancel);
 }
 
 StepReport simulate_step(const Cluster& cluster, const std::string& engine, bool per_rank,
                          const core::CancelToken* cancel) {
   const Scenario& scenario = cluster.scenario();
-  if (!scenario.has_job)
-    throw core::Error("model", "", "the scenario has no model section: nothing to train",
-                      scenario.source);
+  require_job(scenario);
   if (scenario.parallelism.virtual_stages != 0)
     return simulate_fixed(cluster, engine, per_rank, cancel);
   // virtual_stages: auto — the fastest interleaving that fits in memory and divides the work.

@@ -85,6 +85,9 @@ struct StepReport {
 /// own TP/EP/pipeline groups solved separately (the check on the rank-class abstraction; cost
 /// grows with dp). With `cancel` set, throws core::Cancelled at the start and between replicas
 /// once it is cancelled.
+/// Throws core::Error naming `model` when the scenario has no job to simulate.
+void require_job(const Scenario& scenario);
+
 StepReport simulate_step(const Cluster& cluster, const std::string& engine = "native",
                          bool per_rank = false, const core::CancelToken* cancel = nullptr);
 /// The same on a cluster built from `scenario` (one step: nothing to share).
