@@ -327,6 +327,41 @@ TEST(Software, OlderStacksAreSlower) {
   EXPECT_LT(step({"training.precision=fp8"}), current);
 }
 
+TEST(Software, Fp32GatherAndReductionDoubleTheirBytes) {
+  // FSDP on 2 nodes x 8 GPUs: the all-gather carries param_gather_dtype's bytes per parameter
+  // and the reduce-scatter grad_reduce_dtype's; at hundreds of MB both are bandwidth-bound, so
+  // fp32 takes twice as long. fp32 gradients also take twice the gradient memory.
+  const std::vector<std::string> base = {
+      "cluster.nodes=2",           "fabric.tiers=2",
+      "fabric.switch_radix=16",    "model.preset=llama3-8b",
+      "model.seq_len=2048",        "parallelism.tp=1",
+      "parallelism.pp=1",          "parallelism.dp=16",
+      "parallelism.zero=3",        "parallelism.virtual_stages=1",
+      "parallelism.micro_batch=1", "training.global_batch=16"};
+  auto run = [&](std::vector<std::string> extra) {
+    auto sets = base;
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return sim::simulate_step(sim::load_scenario("", sets));
+  };
+  auto seconds = [](const sim::StepReport& r, const std::string& prefix) {
+    for (const auto& [name, s] : r.collective_times)
+      if (name.rfind(prefix, 0) == 0) return s;
+    return -1.0;
+  };
+  const sim::StepReport bf16 = run({});
+  const sim::StepReport gather32 = run({"training.param_gather_dtype=fp32"});
+  const sim::StepReport reduce32 = run({"training.grad_reduce_dtype=fp32"});
+  const double ag = seconds(bf16, "FSDP all_gather"), rs = seconds(bf16, "FSDP reduce_scatter");
+  ASSERT_GT(ag, 0);
+  ASSERT_GT(rs, 0);
+  EXPECT_NEAR(seconds(gather32, "FSDP all_gather") / ag, 2.0, 0.05);
+  EXPECT_DOUBLE_EQ(seconds(gather32, "FSDP reduce_scatter"), rs);
+  EXPECT_NEAR(seconds(reduce32, "FSDP reduce_scatter") / rs, 2.0, 0.05);
+  EXPECT_DOUBLE_EQ(seconds(reduce32, "FSDP all_gather"), ag);
+  EXPECT_DOUBLE_EQ(reduce32.memory.gradients_GB, 2.0 * bf16.memory.gradients_GB);
+  EXPECT_GE(gather32.step_time_s, bf16.step_time_s);
+}
+
 TEST(Software, OlderFlashAttentionKernelsAreSlower) {
   // The same causal attention (d 128, 4K) on H100: FlashAttention-3 forward > FA2 > FA1, from
   // the profile's measured tables.

@@ -5,11 +5,15 @@
 
 // GCC 12 reports -Wmaybe-uninitialized inside Boost's filtered_graph edge iterators (a known
 // false positive of its optional<> storage); silence it for these headers only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/graphviz.hpp>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"

@@ -294,6 +294,14 @@ void training(std::vector<Entry>& t) {
                     kAny, "Overlap the DP gradient reduce-scatter with backward"));
   t.push_back(plain("training.overlap_param_gather", tr(&TrainingSpec::overlap_param_gather), "",
                     kAny, "Overlap the parameter all-gather with the next forward"));
+  t.push_back(plain("training.param_gather_dtype", tr(&TrainingSpec::param_gather_dtype), "",
+                    one_of({"bf16", "fp32"}),
+                    "Parameters all-gathered by FSDP / ZeRO in bf16 or fp32 (FSDP param_dtype "
+                    "unset): fp32 doubles the gather traffic"));
+  t.push_back(plain("training.grad_reduce_dtype", tr(&TrainingSpec::grad_reduce_dtype), "",
+                    one_of({"bf16", "fp32"}),
+                    "Gradients reduced and kept in bf16 or fp32 (FSDP reduce_dtype, Megatron "
+                    "grad_reduce_in_fp32): fp32 doubles the gradient traffic and buffers"));
   t.push_back(plain("training.memory_reserve_GB", tr(&TrainingSpec::memory_reserve_GB), "GB",
                     at_least(0), "GPU memory kept free (CUDA context, NCCL buffers, allocator)"));
   t.push_back(plain("training.price_per_gpu_hour", tr(&TrainingSpec::price_per_gpu_hour), "USD",

@@ -412,32 +412,37 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
       }
       for (int c = 0; c < v; ++c) {
         const ChunkCost& cc = cost[s][c];
-        const double dense_bytes = 2.0 * (cc.params - cc.expert_params);
+        // Parameters are gathered in training.param_gather_dtype; gradients travel in
+        // training.grad_reduce_dtype. The casts around an fp32 gather or reduction (one read and
+        // write per parameter) are not costed.
+        const double dense_params = cc.params - cc.expert_params;
+        const double g = t.grad_bytes();
         const double expert_bytes = 2.0 * cc.expert_params;
+        const double gathered = t.param_gather_bytes() * cc.params;
         const double once = shared ? 1.0 : 0.0;
         double dp = 0, gather = 0, scatter = 0, hsdp = 0;
         const int shard = layout.shard_group;
         if (p.zero >= 3) {
           const auto groups = layout.dp_groups(s, shard);
           gather = collective(fmt::format("FSDP all_gather s{} c{}", s, c), "all_gather", groups,
-                              dense_bytes + expert_bytes, once * 2.0 * m);
+                              gathered, once * 2.0 * m);
           scatter = collective(fmt::format("FSDP reduce_scatter s{} c{}", s, c), "reduce_scatter",
-                               groups, dense_bytes + expert_bytes, once * m);
+                               groups, g * cc.params, once * m);
           if (shard < layout.dp)
             hsdp = collective(fmt::format("HSDP all_reduce s{} c{}", s, c), "all_reduce",
-                              layout.dp_groups(s, layout.dp / shard, shard),
-                              (dense_bytes + expert_bytes) / shard, once);
+                              layout.dp_groups(s, layout.dp / shard, shard), g * cc.params / shard,
+                              once);
         } else {
           const std::string op = p.zero == 0 ? "all_reduce" : "reduce_scatter";
           dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op,
-                          layout.dp_groups(s, layout.dp), dense_bytes, once);
+                          layout.dp_groups(s, layout.dp), g * dense_params, once);
           if (p.zero >= 1)  // distributed optimizer: gather the updated shards back
-            comm[s].param_gather_s +=
-                collective(fmt::format("DP param all_gather s{} c{}", s, c), "all_gather",
-                           layout.dp_groups(s, layout.dp), dense_bytes, once);
+            comm[s].param_gather_s += collective(fmt::format("DP param all_gather s{} c{}", s, c),
+                                                 "all_gather", layout.dp_groups(s, layout.dp),
+                                                 t.param_gather_bytes() * dense_params, once);
           if (expert_bytes > 0 && layout.expert_dp() > 1)
             dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
-                             layout.expert_dp_groups(s), expert_bytes, once);
+                             layout.expert_dp_groups(s), g * cc.expert_params, once);
         }
         comm[s].dp_sync_s.push_back(dp);
         comm[s].fsdp_gather_s.push_back(gather);

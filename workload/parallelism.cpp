@@ -293,7 +293,7 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
   const double shard = layout.shard_group;
   MemoryBreakdown m;
   m.weights_GB = 2.0 * params / (p.zero >= 3 ? shard : 1.0) / 1e9;
-  m.gradients_GB = 2.0 * params / (p.zero >= 2 ? shard : 1.0) / 1e9;
+  m.gradients_GB = t.grad_bytes() * params / (p.zero >= 2 ? shard : 1.0) / 1e9;
   m.optimizer_GB = 12.0 * params / (p.zero >= 1 ? shard : 1.0) / 1e9;
   const double s = static_cast<double>(model.seq_len) / p.cp, b = p.micro_batch, h = model.hidden,
                a = model.heads, tp = p.tp;
