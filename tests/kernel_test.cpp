@@ -28,7 +28,7 @@ TEST(GemmModel, OneTileMoreThanFullWavesCostsHalfAWaveMore) {
   const double K = 8192;
   const Kernel full = c.gemm("full", 1408, 3072, K);
   const Kernel more = c.gemm("one more", 1409, 3072, K);
-  const double per_sm = 989e12 / 132 * 0.8364 * K / (K + 128);
+  const double per_sm = 989e12 / 132 * 0.8059 * K / (K + 128);
   const double wave = 2.0 * 128 * 256 * K / per_sm;
   std::cout << "Expectation: one wave " << wave * 1e6 << " us, one tile more 1.5 x that\n"
             << "Actual result: " << (full.time_s - c.launch_s()) * 1e6 << " us and "
@@ -52,13 +52,15 @@ TEST(GemmModel, SmCountComesFromTheProfile) {
 
 TEST(GemmModel, ReproducesTheMeasurementsItsEfficienciesCameFrom) {
   // Each dtype's efficiency was derived from one measured GEMM (kernels README 3a, 3b): the
-  // model gives back that measurement, to the 4 digits stored.
+  // model gives back that measurement, to the 4 digits stored. H100 BF16 is MAMF's best shape
+  // (794.5) scaled to a sustained random-data GEMM by H100 FP8's sustained/best ratio
+  // (1351.4 / 1402.6).
   auto tflops = [](const char* gpu, const char* dtype, double m, double n, double k) {
     const calibrate::Profile p = calibrate::load_profile(gpu);
     const KernelCoster c(p, dtype);
     return 2.0 * m * n * k / (c.gemm("g", m, n, k).time_s - c.launch_s()) / 1e12;
   };
-  EXPECT_NEAR(tflops("h100-sxm", "bf16", 2048, 2048, 13312), 794.5, 0.2);
+  EXPECT_NEAR(tflops("h100-sxm", "bf16", 2048, 2048, 13312), 794.5 * 1351.4 / 1402.6, 0.2);
   EXPECT_NEAR(tflops("h100-sxm", "fp8", 6144, 12288, 12288), 1351.4, 0.3);
   EXPECT_NEAR(tflops("a100-sxm-80gb", "bf16", 6144, 12288, 12288), 250.8, 0.1);
 }
