@@ -150,6 +150,11 @@ KernelProfile parse_kernel_profile(const std::string& json_text, const std::stri
   }
   eff.finish();
   k.hbm_achievable_GBps = r.figure("hbm_achievable_GBps");
+  if (r.find("memory_bound_efficiency") != nullptr) {
+    k.memory_bound_efficiency = r.figure("memory_bound_efficiency");
+    if (k.memory_bound_efficiency.value > 1)
+      throw r.error("memory_bound_efficiency", "a fraction of the STREAM rate is within (0, 1]");
+  }
   k.launch_overhead_us = r.figure("launch_overhead_us", false);
   k.nccl_channels = r.figure("nccl_channels");
   k.nccl_hbm_bytes_per_byte = r.figure("nccl_hbm_bytes_per_byte");
@@ -175,6 +180,7 @@ std::string kernel_profile_json(const KernelProfile& k) {
   for (const auto& [dtype, f] : k.gemm_efficiency) eff[dtype] = figure_json(f);
   j["gemm_efficiency"] = eff;
   j["hbm_achievable_GBps"] = figure_json(k.hbm_achievable_GBps);
+  j["memory_bound_efficiency"] = figure_json(k.memory_bound_efficiency);
   j["launch_overhead_us"] = figure_json(k.launch_overhead_us);
   j["nccl_channels"] = figure_json(k.nccl_channels);
   j["nccl_hbm_bytes_per_byte"] = figure_json(k.nccl_hbm_bytes_per_byte);

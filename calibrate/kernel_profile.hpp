@@ -11,6 +11,11 @@
 ///                         derived from a measured large GEMM by dividing out the model's own
 ///                         tile, wave and K factors at the measured shape
 ///   hbm_achievable_GBps   STREAM-style bandwidth of element-wise kernels
+///   memory_bound_efficiency  the fraction of that bandwidth the memory-bound kernels of a
+///                         training framework reach (norms and their backward reductions,
+///                         activations, casts, permutes, cross-entropy): fitted on published
+///                         training runs (`clustertwin validate` refits it and reports the
+///                         leave-one-family-out errors); optional, 1 (the STREAM rate) when absent
 ///   launch_overhead_us    per-kernel start-up cost of back-to-back kernels in one stream
 ///   nccl_channels         SMs one running NCCL collective occupies (one CTA per channel)
 ///   nccl_hbm_bytes_per_byte  HBM bytes a collective moves per byte it sends (reads the source,
@@ -50,6 +55,9 @@ struct KernelProfile {
   Figure sm_count, gemm_tile_m, gemm_tile_n, gemm_k_half;
   std::map<std::string, Figure> gemm_efficiency;  ///< by dtype
   Figure hbm_achievable_GBps, launch_overhead_us, nccl_channels, nccl_hbm_bytes_per_byte;
+  Figure memory_bound_efficiency{1.0,
+                                 "absent from the profile: memory-bound kernels at the "
+                                 "STREAM rate"};
   std::optional<AttentionTable> flash_attention;    ///< the GPU's current flash kernels
   std::optional<AttentionTable> flash_attention_2;  ///< FlashAttention-2 (2023-24 stacks)
   std::optional<AttentionTable> flash_attention_1;  ///< FlashAttention 1 (early 2023 stacks)

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "twin/validation.hpp"
+#include "twin/validation_fit.hpp"
 
 namespace twin::cli {
 
@@ -28,7 +29,7 @@ Action add_validate(CLI::App& app) {
     const int n = *threads > 0
                       ? *threads
                       : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-    const sim::ValidationReport report = sim::validate_directory(*dir, n);
+    const sim::ValidationReport report = sim::validate_with_fit(*dir, n);
     fmt::print("{}", *json       ? sim::validation_json(report)
                      : *markdown ? sim::validation_markdown(report)
                                  : sim::validation_text(report));

@@ -30,6 +30,7 @@
 #include "twin/step_sim.hpp"
 #include "twin/sweep.hpp"
 #include "twin/validation.hpp"
+#include "twin/validation_fit.hpp"
 
 namespace py = pybind11;
 
@@ -276,7 +277,7 @@ PYBIND11_MODULE(_clustertwin, m) {
           const int n = threads > 0
                             ? threads
                             : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-          return sim::validation_json(sim::validate_directory(directory, n));
+          return sim::validation_json(sim::validate_with_fit(directory, n));
         });
       },
       py::arg("directory"), py::arg("threads"));

@@ -7,11 +7,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "calibrate/profile.hpp"
 #include "core/error.hpp"
 #include "test_helpers.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 #include "twin/validation.hpp"
+#include "twin/validation_fit.hpp"
+#include "workload/kernel_cost.hpp"
 
 namespace twin::sim {
 namespace {
@@ -232,11 +235,12 @@ TEST_F(ValidationDir, LeaveOneFamilyOutTrainsOnTheOtherFamily) {
     for (const auto* c : training) families.insert(c->scenario.validation.family);
     trained_on.push_back(families);
     const double answer = static_cast<double>(training.size());  // 3 in-sample, 1 or 2 held out
-    return StepModel([answer](const Scenario& s) {
-      StepReport r = simulate_step(s);
-      r.step_time_s = answer;
-      return r;
-    });
+    return FitResult{StepModel([answer](const Scenario& s) {
+                       StepReport r = simulate_step(s);
+                       r.step_time_s = answer;
+                       return r;
+                     }),
+                     fmt::format("answer = {}", answer)};
   };
   const ValidationReport r = validate_directory(dir_.string(), 1, &fitter);
   ASSERT_EQ(trained_on.size(), 3U);
@@ -245,11 +249,73 @@ TEST_F(ValidationDir, LeaveOneFamilyOutTrainsOnTheOtherFamily) {
   EXPECT_EQ(trained_on[2], (std::set<std::string>{"megatron"}));          // fsdp held out
   EXPECT_FALSE(r.lofo_equals_in_sample);
   EXPECT_EQ(r.fitted_parameters, 1);
-  for (const auto& run : r.runs) EXPECT_NEAR(run.error_pct, 200.0, 1e-9);  // 3 vs 1
+  // In-sample rows are the shipped step model's, whatever the fit.
+  const ValidationReport shipped = validate_directory(dir_.string(), 1);
+  ASSERT_EQ(r.runs.size(), shipped.runs.size());
+  for (std::size_t i = 0; i < r.runs.size(); ++i)
+    EXPECT_DOUBLE_EQ(r.runs[i].error_pct, shipped.runs[i].error_pct);
   ASSERT_EQ(r.leave_one_family_out.size(), 2U);
   EXPECT_NEAR(r.leave_one_family_out[0].max_abs_error_pct, 0.0, 1e-9);    // megatron: 1 run
   EXPECT_NEAR(r.leave_one_family_out[1].max_abs_error_pct, 100.0, 1e-9);  // fsdp: 2 runs
-  EXPECT_NE(validation_text(r).find("1 fitted parameters"), std::string::npos);
+  EXPECT_NE(validation_text(r).find("1 fitted parameter:"), std::string::npos);
+  EXPECT_EQ(r.fitted_values, "answer = 3");
+  ASSERT_EQ(r.lofo_values.size(), 2U);
+  EXPECT_EQ(r.lofo_values[0], (std::pair<std::string, std::string>{"megatron", "answer = 1"}));
+}
+
+// The fitted parameter: runs "published" at what the step model gives with a memory-bound
+// efficiency of 0.6 (step times and throughputs alike) are fitted back to 0.60, from either
+// family, and then reproduced exactly.
+TEST_F(ValidationDir, MemoryBoundEfficiencyIsFittedBackFromRunsMadeWithIt) {
+  const StepModel truth = with_memory_bound_efficiency(0.6);
+  auto at_truth = [&](const std::string& metric, int hidden) {
+    std::string text = tiny_run("x", "fsdp", metric, 1.0);
+    text.replace(text.find("hidden: 1024"), 12, fmt::format("hidden: {}", hidden));
+    const Scenario s = parse_scenario(text, "x.yaml");
+    return metric_value(metric, s, truth(s));
+  };
+  int i = 0;
+  for (const auto& [family, metric] :
+       {std::pair{"megatron", "step_time_s"}, std::pair{"megatron", "tokens_per_s_per_gpu"},
+        std::pair{"fsdp", "tokens_per_s_per_gpu"}, std::pair{"fsdp", "step_time_s"},
+        std::pair{"fsdp", "mfu"}}) {
+    const int hidden = 512 * (i + 1);
+    std::string text = tiny_run(fmt::format("r{}", i), family, metric, at_truth(metric, hidden));
+    text.replace(text.find("hidden: 1024"), 12, fmt::format("hidden: {}", hidden));
+    write(fmt::format("r{}.yaml", i++), text);
+  }
+  const Fitter fitter = memory_bound_efficiency_fitter(1);
+  const ValidationReport r = validate_directory(dir_.string(), 1, &fitter);
+  EXPECT_EQ(r.fitted_values, "kernels.memory_bound_efficiency = 0.60 (5 runs)");
+  ASSERT_EQ(r.lofo_values.size(), 2U);
+  EXPECT_EQ(r.lofo_values[0].second, "kernels.memory_bound_efficiency = 0.60 (3 runs)");
+  EXPECT_EQ(r.lofo_values[1].second, "kernels.memory_bound_efficiency = 0.60 (2 runs)");
+  for (const auto& f : r.leave_one_family_out) EXPECT_NEAR(f.max_abs_error_pct, 0.0, 1e-6);
+}
+
+// The shipped profiles carry the value fitted on the shipped published runs.
+TEST(Validation, ShippedMemoryBoundEfficiencyIsTheFitOfTheShippedRuns) {
+  const std::string dir = std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/validation";
+  const auto cases = load_validation_cases(validation_files(dir));
+  std::vector<const ValidationCase*> all;
+  for (const auto& c : cases) all.push_back(&c);
+  const double fitted = fit_memory_bound_efficiency(all, 2);
+  for (const char* gpu : {"h100-sxm", "h200-sxm", "a100-sxm-80gb", "a100-sxm-40gb"})
+    EXPECT_DOUBLE_EQ(calibrate::load_profile(gpu).kernels.memory_bound_efficiency.value, fitted)
+        << gpu << ": refit with `clustertwin validate` and update the profiles";
+}
+
+// Memory-bound kernels stream at the STREAM rate times the profile's efficiency; GEMMs keep the
+// STREAM rate for their roofline.
+TEST(Validation, MemoryBoundKernelsRunAtTheirFittedShareOfStream) {
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const workload::KernelCoster c(h100, "bf16");
+  const double e = h100.kernels.memory_bound_efficiency.value;
+  EXPECT_GT(e, 0.0);
+  EXPECT_LE(e, 1.0);
+  EXPECT_NEAR(c.memory("m", 1e9).time_s - c.launch_s(), 1e9 / (2970e9 * e), 1e-12);
+  EXPECT_DOUBLE_EQ(c.memory_kernel_Bps(), c.hbm_Bps() * e);
+  EXPECT_DOUBLE_EQ(c.hbm_Bps(), 2970e9);
 }
 
 // Every shipped validation scenario states its published figure in a section this build reads,

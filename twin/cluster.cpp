@@ -33,4 +33,9 @@ Cluster Cluster::with(Scenario scenario) const {
   return Cluster(std::move(scenario), fabric_, profile_);
 }
 
+Cluster Cluster::with_profile(calibrate::Profile profile) const {
+  return Cluster(scenario_, fabric_,
+                 std::make_shared<const calibrate::Profile>(std::move(profile)));
+}
+
 }  // namespace twin::sim

@@ -27,6 +27,8 @@ class Cluster {
   /// The same hardware under another scenario: the fabric and profile are shared when its
   /// cluster and fabric sections equal this one's, rebuilt otherwise.
   [[nodiscard]] Cluster with(Scenario scenario) const;
+  /// The same fabric and scenario on another profile (a refitted figure, a what-if GPU).
+  [[nodiscard]] Cluster with_profile(calibrate::Profile profile) const;
 
   [[nodiscard]] const Scenario& scenario() const { return scenario_; }
   [[nodiscard]] const topology::Fabric& fabric() const { return *fabric_; }

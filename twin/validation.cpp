@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -106,16 +107,23 @@ std::string summary_table(const std::vector<FamilySummary>& rows, const char* wh
   return out;
 }
 
-std::string lofo_statement(const ValidationReport& r) {
+/// What is fitted and the leave-one-family-out errors; `lofo_table` formats their summary.
+std::string lofo_statement(
+    const ValidationReport& r,
+    const std::function<std::string(const std::vector<FamilySummary>&)>& lofo_table) {
   if (r.lofo_equals_in_sample)
     return "Leave-one-family-out: no parameter of the step model is fitted on training runs (0 "
            "fitted parameters; every figure comes from datasheets and kernel and network "
            "measurements), so the leave-one-family-out errors equal the in-sample errors "
            "above.\n";
+  std::string fits = fmt::format("Fitted on every run: {}.\n", r.fitted_values);
+  for (const auto& [family, values] : r.lofo_values)
+    fits += fmt::format("Fitted with {} held out: {}.\n", family, values);
   return fmt::format(
-      "Leave-one-family-out ({} fitted parameters: {}): each family predicted with parameters "
-      "fitted on the other families\n{}",
-      r.fitted_parameters, r.fitter, summary_table(r.leave_one_family_out));
+      "{}\nLeave-one-family-out ({} fitted parameter{}: {}): each family predicted with "
+      "parameters fitted on the other families\n\n{}",
+      fits, r.fitted_parameters, r.fitted_parameters == 1 ? "" : "s", r.fitter,
+      lofo_table(r.leave_one_family_out));
 }
 
 }  // namespace
@@ -229,8 +237,10 @@ ValidationReport validate_directory(const std::string& directory, int threads,
     return training;
   };
   const bool fitted = fitter != nullptr && fitter->fit;
-  const StepModel in_sample = fitted ? fitter->fit(training_runs("")) : StepModel{};
-  report.runs = run_validation(cases, in_sample, threads);
+  // In-sample rows are what `clustertwin run` predicts (the profiles' values); the fit on every
+  // run is reported beside them, and each held-out family is predicted by a refit without it.
+  if (fitted) report.fitted_values = fitter->fit(training_runs("")).values;
+  report.runs = run_validation(cases, StepModel{}, threads);
   report.families = summarize(report.runs);
   if (!fitted) {
     report.leave_one_family_out = report.families;
@@ -245,8 +255,9 @@ ValidationReport validate_directory(const std::string& directory, int threads,
       if (c.scenario.has_validation && c.scenario.validation.family == family)
         held_out.push_back(c);
     if (held_out.empty()) continue;
-    const StepModel model = fitter->fit(training_runs(family));
-    for (auto& run : run_validation(held_out, model, threads))
+    const FitResult fit = fitter->fit(training_runs(family));
+    report.lofo_values.emplace_back(family, fit.values);
+    for (auto& run : run_validation(held_out, fit.model, threads))
       report.lofo_runs.push_back(std::move(run));
   }
   report.leave_one_family_out = summarize(report.lofo_runs);
@@ -277,7 +288,8 @@ std::string validation_text(const ValidationReport& r) {
       out += fmt::format("{:<{}}  not simulated: {}\n", "", width, run.error);
     }
   }
-  out += "\n" + summary_table(r.families) + "\n" + lofo_statement(r);
+  out += "\n" + summary_table(r.families) + "\n" +
+         lofo_statement(r, [](const auto& rows) { return summary_table(rows); });
   const auto groups = summarize_groups(r.runs);
   if (groups.size() > 1) out += "\nBy source (sub-folder)\n" + summary_table(groups, "folder");
   return out;
@@ -295,8 +307,10 @@ std::string validation_markdown(const ValidationReport& r) {
                          percent(f.runs, f.max_abs_error_pct));
     return out;
   };
-  std::string out = table(r.families, "family") + "\n" + lofo_statement(r) + "\n" +
-                    table(summarize_groups(r.runs), "source (scenarios/validation/...)") + "\n";
+  std::string out = table(r.families, "family") + "\n" +
+                    lofo_statement(r, [&](const auto& rows) { return table(rows, "family"); }) +
+                    "\n" + table(summarize_groups(r.runs), "source (scenarios/validation/...)") +
+                    "\n";
   out +=
       "| run | family | metric | published | simulated | error % | source |\n"
       "|---|---|---|---:|---:|---:|---|\n";
@@ -330,6 +344,12 @@ std::string validation_json(const ValidationReport& r) {
   nlohmann::ordered_json j;
   j["runs"] = std::move(runs);
   j["families"] = families_json(r.families);
+  nlohmann::ordered_json lofo_values = nlohmann::ordered_json::object();
+  for (const auto& [family, values] : r.lofo_values) lofo_values[family] = values;
+  j["fitted"] = {{"parameters", r.fitted_parameters},
+                 {"description", r.fitter},
+                 {"values", r.fitted_values},
+                 {"values_with_family_held_out", lofo_values}};
   j["leave_one_family_out"] = {{"fitted_parameters", r.fitted_parameters},
                                {"equals_in_sample", r.lofo_equals_in_sample},
                                {"families", families_json(r.leave_one_family_out)}};

@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "twin/scenario.hpp"
@@ -46,12 +47,18 @@ struct ValidationCase {
 /// A step model: the simulated step of a scenario. The default is simulate_step.
 using StepModel = std::function<StepReport(const Scenario&)>;
 
+/// What a fit produced: the step model with the fitted parameters, and their values in words.
+struct FitResult {
+  StepModel model;
+  std::string values;  ///< e.g. "kernels.memory_bound_efficiency = 0.50"
+};
+
 /// Fits parameters on the given training runs (scenarios with their published figures) and
 /// returns the step model that uses them.
 struct Fitter {
   std::string description;
   int parameters = 0;  ///< how many parameters it fits (per GPU kind and kernel class)
-  std::function<StepModel(const std::vector<const ValidationCase*>& training)> fit;
+  std::function<FitResult(const std::vector<const ValidationCase*>& training)> fit;
 };
 
 struct ValidationRun {
@@ -78,7 +85,10 @@ struct ValidationReport {
   std::vector<ValidationRun> runs;
   std::vector<FamilySummary> families;  ///< in validation_families() order, those with runs
   int fitted_parameters = 0;
-  std::string fitter;  ///< description of the fitter, empty when nothing is fitted
+  std::string fitter;         ///< description of the fitter, empty when nothing is fitted
+  std::string fitted_values;  ///< the values fitted on every run (the profiles should carry them)
+  /// Per held-out family: the values fitted on the other families.
+  std::vector<std::pair<std::string, std::string>> lofo_values;
   bool lofo_equals_in_sample = true;
   /// Per held-out family: its errors with parameters fitted on the other families.
   std::vector<FamilySummary> leave_one_family_out;
@@ -105,8 +115,10 @@ std::vector<FamilySummary> summarize(const std::vector<ValidationRun>& runs);
 /// The same per group (sub-folder), in order of first appearance.
 std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& runs);
 
-/// The whole validation of a directory: in-sample errors, and leave-one-family-out errors with
-/// `fitter` (nullptr: nothing is fitted on training runs, so LOFO equals in-sample).
+/// The whole validation of a directory: in-sample errors (the step model as shipped, with the
+/// profiles' values), and with `fitter` the values it fits on every run and the
+/// leave-one-family-out errors, each family predicted by a fit on the others (nullptr: nothing
+/// is fitted on training runs, so LOFO equals in-sample).
 ValidationReport validate_directory(const std::string& directory, int threads,
                                     const Fitter* fitter = nullptr);
 

@@ -49,6 +49,7 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
   k_half_ = k.gemm_k_half.value;
   operand_bytes_ = dtype == "fp8" ? 1.0 : 2.0;
   hbm_Bps_ = k.hbm_achievable_GBps.value * 1e9;
+  memory_Bps_ = hbm_Bps_ * k.memory_bound_efficiency.value;
   launch_s_ = k.launch_overhead_us.value * 1e-6;
   const auto& table = attention == "flash2"   ? k.flash_attention_2
                       : attention == "flash1" ? k.flash_attention_1
@@ -126,7 +127,7 @@ Kernel KernelCoster::memory(const std::string& name, double bytes) const {
   out.name = name;
   out.shape = fmt::format("{:.3g} B", bytes);
   out.bytes = bytes;
-  return finish(out, 0, bytes / hbm_Bps_);
+  return finish(out, 0, bytes / memory_Bps_);
 }
 
 }  // namespace twin::workload

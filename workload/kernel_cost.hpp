@@ -19,7 +19,10 @@
 ///   (forward and backward separately; head widths beyond the table take its widest column).
 ///
 /// Memory-bound (element-wise, norms, softmax, cross-entropy, optimizer): t_memory = bytes /
-///   hbm_achievable; no compute term.
+///   (hbm_achievable x memory_bound_efficiency); no compute term. hbm_achievable is a STREAM
+///   kernel's rate; memory_bound_efficiency is the fraction of it the kernels of training
+///   frameworks reach, fitted on published runs (one value for every GPU kind; see
+///   twin/validation_fit.hpp).
 
 #include <string>
 
@@ -65,7 +68,10 @@ class KernelCoster {
   [[nodiscard]] Kernel memory(const std::string& name, double bytes) const;
 
   [[nodiscard]] double launch_s() const { return launch_s_; }
+  /// The STREAM rate (GEMM and attention rooflines, the HBM traffic NCCL adds).
   [[nodiscard]] double hbm_Bps() const { return hbm_Bps_; }
+  /// The rate of memory-bound kernels: hbm_Bps x memory_bound_efficiency.
+  [[nodiscard]] double memory_kernel_Bps() const { return memory_Bps_; }
   [[nodiscard]] double sm_count() const { return sms_; }
   [[nodiscard]] bool fp8() const { return operand_bytes_ == 1.0; }
   [[nodiscard]] bool has_flash() const { return flash_ != nullptr; }
@@ -77,7 +83,7 @@ class KernelCoster {
   const calibrate::AttentionTable* flash_ = nullptr;
   double peak16_ = 0, eff16_ = 0;  // BF16, for GEMMs an FP8 recipe keeps in BF16
   double peak_ = 0, eff_ = 0, sms_ = 0, tile_m_ = 0, tile_n_ = 0, k_half_ = 0;
-  double operand_bytes_ = 2, hbm_Bps_ = 0, launch_s_ = 0;
+  double operand_bytes_ = 2, hbm_Bps_ = 0, memory_Bps_ = 0, launch_s_ = 0;
 };
 
 }  // namespace twin::workload
