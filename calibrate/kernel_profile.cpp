@@ -6,79 +6,18 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/detail/object_reader.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
 
 namespace twin::calibrate {
 namespace {
 
-using json = nlohmann::ordered_json;
+using detail::figure_json;
+using detail::json;
+using detail::ObjectReader;
 
-/// Strict reader of the kernels object: every key known, every figure with its source.
-class Reader {
- public:
-  Reader(const json& j, std::string path, const std::string& source)
-      : j_(j), path_(std::move(path)), source_(source) {
-    if (!j_.is_object()) throw error("", "expected an object");
-  }
-  [[nodiscard]] core::Error error(const std::string& key, const std::string& reason) const {
-    return core::Error(key.empty() ? path_ : path_ + "." + key, "", reason, source_);
-  }
-  const json& require(const std::string& key) {
-    known_.push_back(key);
-    auto it = j_.find(key);
-    if (it == j_.end()) throw error(key, "required");
-    return *it;
-  }
-  const json* find(const std::string& key) {
-    known_.push_back(key);
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  Figure figure(const std::string& key, bool positive = true) {
-    Reader r(require(key), path_ + "." + key, source_);
-    Figure f;
-    const json& v = r.require("value");
-    if (!v.is_number()) throw r.error("value", "expected a number");
-    f.value = v.get<double>();
-    const json& s = r.require("source");
-    if (!s.is_string() || s.get<std::string>().empty())
-      throw r.error("source", "every figure needs its provenance");
-    f.source = s.get<std::string>();
-    r.finish();
-    if (!std::isfinite(f.value) || (positive && !(f.value > 0)))
-      throw core::Error(path_ + "." + key, fmt::format("{}", f.value), "must be positive", source_);
-    return f;
-  }
-  std::vector<double> numbers(const json& j, const std::string& key) const {
-    if (!j.is_array() || j.empty()) throw error(key, "expected a non-empty list of numbers");
-    std::vector<double> out;
-    for (const auto& v : j) {
-      if (!v.is_number() || !(v.get<double>() > 0))
-        throw error(key, "expected a list of positive numbers");
-      out.push_back(v.get<double>());
-    }
-    return out;
-  }
-  void finish() const {
-    for (auto it = j_.begin(); it != j_.end(); ++it)
-      if (std::find(known_.begin(), known_.end(), it.key()) == known_.end())
-        throw error(it.key(), "unknown key" + core::did_you_mean(it.key(), known_));
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  const json& j_;
-  std::string path_;
-  const std::string& source_;
-  std::vector<std::string> known_;
-};
-
-json figure_json(const Figure& f) {
-  return json{{"value", f.value}, {"source", f.source}};
-}
-
-AttentionTable read_attention(Reader r) {
+AttentionTable read_attention(ObjectReader r) {
   AttentionTable t;
   const json& impl = r.require("implementation");
   const json& src = r.require("source");
@@ -135,35 +74,35 @@ namespace detail {
 
 KernelProfile parse_kernel_profile(const std::string& json_text, const std::string& source) {
   const json j = json::parse(json_text);
-  Reader r(j, "kernels", source);
+  ObjectReader r(j, "kernels", source);
   KernelProfile k;
   k.present = true;
-  k.sm_count = r.figure("sm_count");
-  k.gemm_tile_m = r.figure("gemm_tile_m");
-  k.gemm_tile_n = r.figure("gemm_tile_n");
-  k.gemm_k_half = r.figure("gemm_k_half", false);
-  Reader eff(r.require("gemm_efficiency"), "kernels.gemm_efficiency", source);
+  k.sm_count = r.positive_figure("sm_count");
+  k.gemm_tile_m = r.positive_figure("gemm_tile_m");
+  k.gemm_tile_n = r.positive_figure("gemm_tile_n");
+  k.gemm_k_half = r.positive_figure("gemm_k_half", true);
+  ObjectReader eff(r.require("gemm_efficiency"), "kernels.gemm_efficiency", source);
   for (auto it = j["gemm_efficiency"].begin(); it != j["gemm_efficiency"].end(); ++it) {
-    k.gemm_efficiency[it.key()] = eff.figure(it.key());
+    k.gemm_efficiency[it.key()] = eff.positive_figure(it.key());
     if (k.gemm_efficiency[it.key()].value > 1)
       throw eff.error(it.key(), "an efficiency is within (0, 1]");
   }
   eff.finish();
-  k.hbm_achievable_GBps = r.figure("hbm_achievable_GBps");
+  k.hbm_achievable_GBps = r.positive_figure("hbm_achievable_GBps");
   if (r.find("memory_bound_efficiency") != nullptr) {
-    k.memory_bound_efficiency = r.figure("memory_bound_efficiency");
+    k.memory_bound_efficiency = r.positive_figure("memory_bound_efficiency");
     if (k.memory_bound_efficiency.value > 1)
       throw r.error("memory_bound_efficiency", "a fraction of the STREAM rate is within (0, 1]");
   }
-  k.launch_overhead_us = r.figure("launch_overhead_us", false);
-  k.nccl_channels = r.figure("nccl_channels");
-  k.nccl_hbm_bytes_per_byte = r.figure("nccl_hbm_bytes_per_byte");
+  k.launch_overhead_us = r.positive_figure("launch_overhead_us", true);
+  k.nccl_channels = r.positive_figure("nccl_channels");
+  k.nccl_hbm_bytes_per_byte = r.positive_figure("nccl_hbm_bytes_per_byte");
   if (const json* fa = r.find("flash_attention"))
-    k.flash_attention = read_attention(Reader(*fa, "kernels.flash_attention", source));
+    k.flash_attention = read_attention(ObjectReader(*fa, "kernels.flash_attention", source));
   if (const json* fa = r.find("flash_attention_2"))
-    k.flash_attention_2 = read_attention(Reader(*fa, "kernels.flash_attention_2", source));
+    k.flash_attention_2 = read_attention(ObjectReader(*fa, "kernels.flash_attention_2", source));
   if (const json* fa = r.find("flash_attention_1"))
-    k.flash_attention_1 = read_attention(Reader(*fa, "kernels.flash_attention_1", source));
+    k.flash_attention_1 = read_attention(ObjectReader(*fa, "kernels.flash_attention_1", source));
   r.finish();
   if (k.nccl_channels.value >= k.sm_count.value)
     throw r.error("nccl_channels", "must be fewer than kernels.sm_count");

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "calibrate/detail/object_reader.hpp"
 #include "calibrate/shipped_profiles.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
@@ -17,83 +18,9 @@
 namespace twin::calibrate {
 namespace {
 
-using json = nlohmann::ordered_json;
-
-/// Strict reader of one JSON object: required/optional keys, unknown keys rejected.
-class ObjectReader {
- public:
-  ObjectReader(const json& j, std::string path, const std::string& source)
-      : j_(j), path_(std::move(path)), source_(source) {
-    if (!j_.is_object()) throw error("", "expected an object");
-  }
-  core::Error error(const std::string& key, const std::string& reason) const {
-    const std::string field = key.empty() ? path_ : (path_.empty() ? key : path_ + "." + key);
-    return core::Error(field, "", reason, source_);
-  }
-  const json* find(const std::string& key) {
-    known_.push_back(key);
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  const json& require(const std::string& key) {
-    const json* v = find(key);
-    if (v == nullptr) throw error(key, "required");
-    return *v;
-  }
-  std::string text(const std::string& key, bool required = true) {
-    const json* v = required ? &require(key) : find(key);
-    if (v == nullptr) return {};
-    if (!v->is_string()) throw error(key, "expected text");
-    return v->get<std::string>();
-  }
-  double number(const std::string& key, double fallback, bool required) {
-    const json* v = required ? &require(key) : find(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_number()) throw error(key, "expected a number");
-    return v->get<double>();
-  }
-  /// A count: a whole number within [0, 2^31) (a double past an int's range would not convert).
-  int count(const std::string& key, bool required) {
-    const double v = number(key, 0, required);
-    if (!(v >= 0 && v <= std::numeric_limits<int>::max()) || v != std::floor(v))
-      throw error(key, fmt::format("expected a whole number from 0 to {}, not {}",
-                                   std::numeric_limits<int>::max(), v));
-    return static_cast<int>(v);
-  }
-  Figure figure(const std::string& key, bool required = true) {
-    const json* v = required ? &require(key) : find(key);
-    if (v == nullptr) return {};
-    ObjectReader r(*v, path_.empty() ? key : path_ + "." + key, source_);
-    Figure f;
-    f.value = r.number("value", 0, true);
-    f.source = r.text("source");
-    if (!std::isfinite(f.value)) throw r.error("value", "must be finite");
-    if (f.source.empty()) throw r.error("source", "every figure needs its provenance");
-    r.finish();
-    return f;
-  }
-  ObjectReader object(const std::string& key) {
-    return ObjectReader(require(key), path_.empty() ? key : path_ + "." + key, source_);
-  }
-  void finish() const {
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (std::find(known_.begin(), known_.end(), it.key()) == known_.end())
-        throw error(it.key(), "unknown key" + core::did_you_mean(it.key(), known_));
-    }
-  }
-  const std::string& path() const { return path_; }
-  const std::string& source() const { return source_; }
-
- private:
-  const json& j_;
-  std::string path_;
-  const std::string& source_;
-  std::vector<std::string> known_;
-};
-
-json figure_json(const Figure& f) {
-  return json{{"value", f.value}, {"source", f.source}};
-}
+using detail::figure_json;
+using detail::json;
+using detail::ObjectReader;
 
 void require_positive(const Figure& f, const std::string& field, const std::string& source) {
   if (!(f.value > 0))
