@@ -80,21 +80,16 @@ KernelProfile parse_kernel_profile(const std::string& json_text, const std::stri
   k.sm_count = r.positive_figure("sm_count");
   k.gemm_tile_m = r.positive_figure("gemm_tile_m");
   k.gemm_tile_n = r.positive_figure("gemm_tile_n");
-  k.gemm_k_half = r.positive_figure("gemm_k_half", true);
+  k.gemm_k_half = r.non_negative_figure("gemm_k_half");
   ObjectReader eff(r.require("gemm_efficiency"), "kernels.gemm_efficiency", source);
   for (auto it = j["gemm_efficiency"].begin(); it != j["gemm_efficiency"].end(); ++it) {
-    k.gemm_efficiency[it.key()] = eff.positive_figure(it.key());
-    if (k.gemm_efficiency[it.key()].value > 1)
-      throw eff.error(it.key(), "an efficiency is within (0, 1]");
+    k.gemm_efficiency[it.key()] = eff.fraction_figure(it.key());
   }
   eff.finish();
   k.hbm_achievable_GBps = r.positive_figure("hbm_achievable_GBps");
-  if (r.find("memory_bound_efficiency") != nullptr) {
-    k.memory_bound_efficiency = r.positive_figure("memory_bound_efficiency");
-    if (k.memory_bound_efficiency.value > 1)
-      throw r.error("memory_bound_efficiency", "a fraction of the STREAM rate is within (0, 1]");
-  }
-  k.launch_overhead_us = r.positive_figure("launch_overhead_us", true);
+  if (r.find("memory_bound_efficiency") != nullptr)
+    k.memory_bound_efficiency = r.fraction_figure("memory_bound_efficiency");
+  k.launch_overhead_us = r.non_negative_figure("launch_overhead_us");
   k.nccl_channels = r.positive_figure("nccl_channels");
   k.nccl_hbm_bytes_per_byte = r.positive_figure("nccl_hbm_bytes_per_byte");
   if (const json* fa = r.find("flash_attention"))

@@ -22,16 +22,6 @@ using detail::figure_json;
 using detail::json;
 using detail::ObjectReader;
 
-void require_positive(const Figure& f, const std::string& field, const std::string& source) {
-  if (!(f.value > 0))
-    throw core::Error(field, fmt::format("{}", f.value), "must be positive", source);
-}
-
-void require_fraction(const Figure& f, const std::string& field, const std::string& source) {
-  if (!(f.value > 0 && f.value <= 1.0))
-    throw core::Error(field, fmt::format("{}", f.value), "must be within (0, 1]", source);
-}
-
 NcclFigures::ByProtocol read_by_protocol(ObjectReader r, const json& j) {
   NcclFigures::ByProtocol out;
   for (const auto& [protocol, value] : j.items()) {
@@ -228,40 +218,27 @@ Profile parse_profile(const std::string& json_text, const std::string& source) {
   ObjectReader gpu = top.object("gpu");
   p.gpu_model = gpu.text("model");
   ObjectReader peaks = gpu.object("peak_tflops");
-  for (const auto& [dtype, value] : gpu.require("peak_tflops").items()) {
-    p.peak_tflops[dtype] = peaks.figure(dtype);
-    require_positive(p.peak_tflops[dtype], "gpu.peak_tflops." + dtype, source);
-  }
+  for (const auto& [dtype, value] : gpu.require("peak_tflops").items())
+    p.peak_tflops[dtype] = peaks.positive_figure(dtype);
   if (p.peak_tflops.empty()) throw gpu.error("peak_tflops", "needs at least one dtype");
-  p.hbm_GB = gpu.figure("hbm_GB");
-  p.hbm_GBps = gpu.figure("hbm_GBps");
-  p.hbm_efficiency = gpu.figure("hbm_efficiency");
-  p.gemm_peak_efficiency = gpu.figure("gemm_peak_efficiency");
-  p.gemm_tile = gpu.figure("gemm_tile");
-  p.gemm_half_dim = gpu.figure("gemm_half_dim");
+  p.hbm_GB = gpu.positive_figure("hbm_GB");
+  p.hbm_GBps = gpu.positive_figure("hbm_GBps");
+  p.hbm_efficiency = gpu.fraction_figure("hbm_efficiency");
+  p.gemm_peak_efficiency = gpu.fraction_figure("gemm_peak_efficiency");
+  p.gemm_tile = gpu.positive_figure("gemm_tile");
+  p.gemm_half_dim = gpu.non_negative_figure("gemm_half_dim");
   gpu.finish();
-  require_positive(p.hbm_GB, "gpu.hbm_GB", source);
-  require_positive(p.hbm_GBps, "gpu.hbm_GBps", source);
-  require_fraction(p.hbm_efficiency, "gpu.hbm_efficiency", source);
-  require_fraction(p.gemm_peak_efficiency, "gpu.gemm_peak_efficiency", source);
-  require_positive(p.gemm_tile, "gpu.gemm_tile", source);
-  if (p.gemm_half_dim.value < 0)
-    throw core::Error("gpu.gemm_half_dim", fmt::format("{}", p.gemm_half_dim.value),
-                      "must not be negative", source);
 
   ObjectReader nvlink = top.object("nvlink");
-  p.nvlink_GBps = nvlink.figure("bandwidth_GBps");
+  p.nvlink_GBps = nvlink.positive_figure("bandwidth_GBps");
   p.nvlink_latency_us = nvlink.figure("latency_us");
   nvlink.finish();
-  require_positive(p.nvlink_GBps, "nvlink.bandwidth_GBps", source);
 
   ObjectReader nic = top.object("nic");
-  p.nic_gbps = nic.figure("line_rate_gbps");
-  p.nic_efficiency = nic.figure("payload_efficiency");
+  p.nic_gbps = nic.positive_figure("line_rate_gbps");
+  p.nic_efficiency = nic.fraction_figure("payload_efficiency");
   p.nic_latency_us = nic.figure("latency_us");
   nic.finish();
-  require_positive(p.nic_gbps, "nic.line_rate_gbps", source);
-  require_fraction(p.nic_efficiency, "nic.payload_efficiency", source);
 
   ObjectReader overlap = top.object("overlap");
   p.overlap_compute_slowdown = overlap.figure("compute_slowdown");

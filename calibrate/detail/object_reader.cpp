@@ -71,12 +71,25 @@ Figure ObjectReader::figure(const std::string& key, bool required) {
   return f;
 }
 
-Figure ObjectReader::positive_figure(const std::string& key, bool allow_zero) {
+Figure ObjectReader::bounded_figure(const std::string& key, bool ok(double), const char* rule) {
   Figure f = figure(key);
-  if (allow_zero ? !(f.value >= 0) : !(f.value > 0))
-    throw core::Error(field(key), fmt::format("{}", f.value),
-                      allow_zero ? "must not be negative" : "must be positive", source_);
+  if (!ok(f.value)) throw core::Error(field(key), fmt::format("{}", f.value), rule, source_);
   return f;
+}
+
+Figure ObjectReader::positive_figure(const std::string& key) {
+  return bounded_figure(
+      key, [](double v) { return v > 0; }, "must be positive");
+}
+
+Figure ObjectReader::non_negative_figure(const std::string& key) {
+  return bounded_figure(
+      key, [](double v) { return v >= 0; }, "must not be negative");
+}
+
+Figure ObjectReader::fraction_figure(const std::string& key) {
+  return bounded_figure(
+      key, [](double v) { return v > 0 && v <= 1.0; }, "must be within (0, 1]");
 }
 
 std::vector<double> ObjectReader::numbers(const json& list, const std::string& key) const {

@@ -30,8 +30,11 @@ class ObjectReader {
   int count(const std::string& key, bool required);
   /// {"value": finite number, "source": non-empty text}; absent and not required: {}.
   Figure figure(const std::string& key, bool required = true);
-  /// A figure whose value must be positive, or non-negative with `allow_zero`.
-  Figure positive_figure(const std::string& key, bool allow_zero = false);
+  /// Figures whose value must be > 0, >= 0, or within (0, 1]; the error names path.key, the
+  /// value and the file.
+  Figure positive_figure(const std::string& key);
+  Figure non_negative_figure(const std::string& key);
+  Figure fraction_figure(const std::string& key);
   /// A non-empty list of positive numbers (`key` names it in errors).
   [[nodiscard]] std::vector<double> numbers(const json& list, const std::string& key) const;
   ObjectReader object(const std::string& key);
@@ -42,6 +45,8 @@ class ObjectReader {
   [[nodiscard]] const std::string& source() const { return source_; }
 
  private:
+  Figure bounded_figure(const std::string& key, bool ok(double), const char* rule);
+
   const json& j_;
   std::string path_;
   const std::string& source_;
