@@ -417,7 +417,6 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         // write per parameter) are not costed.
         const double dense_params = cc.params - cc.expert_params;
         const double g = t.grad_bytes();
-        const double expert_bytes = 2.0 * cc.expert_params;
         const double gathered = t.param_gather_bytes() * cc.params;
         const double once = shared ? 1.0 : 0.0;
         double dp = 0, gather = 0, scatter = 0, hsdp = 0;
@@ -440,7 +439,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
             comm[s].param_gather_s += collective(fmt::format("DP param all_gather s{} c{}", s, c),
                                                  "all_gather", layout.dp_groups(s, layout.dp),
                                                  t.param_gather_bytes() * dense_params, once);
-          if (expert_bytes > 0 && layout.expert_dp() > 1)
+          if (cc.expert_params > 0 && layout.expert_dp() > 1)
             dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
                              layout.expert_dp_groups(s), g * cc.expert_params, once);
         }

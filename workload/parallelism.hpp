@@ -66,20 +66,23 @@ struct TrainingSpec {
   bool overlap_param_gather = true;
   /// Type of the parameters as FSDP / ZeRO all-gathers them: "bf16" (MixedPrecision
   /// param_dtype=bf16, Composer's PURE, Megatron) or "fp32" (param_dtype unset: the fp32 master
-  /// weights are gathered and autocast casts them per GEMM, Composer's DEFAULT before 2024).
+  /// weights are gathered and autocast casts them per GEMM, Composer 0.14's DEFAULT).
   std::string param_gather_dtype = "bf16";
-  [[nodiscard]] double param_gather_bytes() const {
-    return param_gather_dtype == "fp32" ? 4.0 : 2.0;
-  }
   /// Type of the gradients as they are reduced across data-parallel ranks and kept for the
-  /// optimizer: "bf16" (FSDP MixedPrecision reduce_dtype=bf16, Composer's PURE) or "fp32"
-  /// (Composer's DEFAULT, Megatron-LM's bf16 default accumulate_allreduce_grads_in_fp32).
-  /// fp32 doubles the reduce-scatter / all-reduce bytes and the gradient buffers.
+  /// optimizer: "bf16" (FSDP MixedPrecision reduce_dtype=bf16, Composer 0.14's PURE and
+  /// DEFAULT) or "fp32" (later Composers' DEFAULT, Megatron-LM's bf16 default
+  /// accumulate_allreduce_grads_in_fp32). fp32 doubles the reduce-scatter / all-reduce bytes and
+  /// the gradient buffers.
   std::string grad_reduce_dtype = "bf16";
-  [[nodiscard]] double grad_bytes() const { return grad_reduce_dtype == "fp32" ? 4.0 : 2.0; }
+  [[nodiscard]] double param_gather_bytes() const { return bytes_of(param_gather_dtype); }
+  [[nodiscard]] double grad_bytes() const { return bytes_of(grad_reduce_dtype); }
   double memory_reserve_GB = 4.0;
   double price_per_gpu_hour = 2.0;  ///< illustrative, for the cost line
   bool operator==(const TrainingSpec&) const = default;
+
+ private:
+  /// Bytes per element of the data-parallel dtypes above ("bf16" or "fp32").
+  static double bytes_of(const std::string& dtype) { return dtype == "fp32" ? 4.0 : 2.0; }
 };
 
 struct Layout {
