@@ -311,16 +311,20 @@ TEST(ContextParallel, StepRunsWithCpAndTrafficGrowsWithIt) {
   EXPECT_TRUE(found);
 }
 
+/// The step of the built-in scenario with the `base` overrides and then `extra`.
+sim::StepReport step_with(std::vector<std::string> base, const std::vector<std::string>& extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return sim::simulate_step(sim::load_scenario("", base));
+}
+
 TEST(Software, OlderStacksAreSlower) {
   const std::vector<std::string> base = {
       "cluster.nodes=4",         "fabric.tiers=2",     "fabric.switch_radix=16",
       "model.preset=llama3-8b",  "model.seq_len=2048", "parallelism.tp=4",
       "parallelism.pp=1",        "parallelism.dp=8",   "parallelism.virtual_stages=1",
       "training.global_batch=64"};
-  auto step = [&](std::vector<std::string> extra) {
-    auto sets = base;
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    return sim::simulate_step(sim::load_scenario("", sets)).step_time_s;
+  auto step = [&](const std::vector<std::string>& extra) {
+    return step_with(base, extra).step_time_s;
   };
   const double current = step({});
   EXPECT_GT(step({"training.attention=unfused"}), current);
@@ -342,11 +346,7 @@ TEST(Software, Fp32GatherAndReductionDoubleTheirBytes) {
       "parallelism.pp=1",          "parallelism.dp=16",
       "parallelism.zero=3",        "parallelism.virtual_stages=1",
       "parallelism.micro_batch=1", "training.global_batch=16"};
-  auto run = [&](std::vector<std::string> extra) {
-    auto sets = base;
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    return sim::simulate_step(sim::load_scenario("", sets));
-  };
+  auto run = [&](const std::vector<std::string>& extra) { return step_with(base, extra); };
   auto seconds = [](const sim::StepReport& r, const std::string& prefix) {
     for (const auto& [name, s] : r.collective_times)
       if (name.rfind(prefix, 0) == 0) return s;

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <utility>
 
+#include "core/stats.hpp"
 #include "twin/cluster.hpp"
 
 namespace twin::sim {
@@ -26,10 +26,7 @@ double median_speed_error(const std::vector<ValidationCase>& training, double ef
   for (const auto& run :
        run_validation(training, with_memory_bound_efficiency(efficiency), threads))
     if (run.ok) errors.push_back(speed_error(run));
-  if (errors.empty()) return std::nan("");
-  std::sort(errors.begin(), errors.end());
-  const std::size_t n = errors.size();
-  return n % 2 == 1 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+  return errors.empty() ? std::nan("") : core::median(std::move(errors));
 }
 
 }  // namespace
