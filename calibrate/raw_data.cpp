@@ -74,36 +74,19 @@ void write_raw_hdf5(const std::string& path, const RawCalibration& raw) {
   h5::Group gemm = root.group("gemm");
   for (const auto& [dtype, samples] : raw.gemm) {
     h5::Group g = gemm.group(dtype);
-    std::vector<double> m, n, k, t, f, clock, temperature, power;
-    for (const auto& s : samples) {
-      m.push_back(s.m);
-      n.push_back(s.n);
-      k.push_back(s.k);
-      t.push_back(s.time_us);
-      f.push_back(s.tflops);
-      clock.push_back(s.sm_clock_MHz);
-      temperature.push_back(s.temperature_C);
-      power.push_back(s.power_W);
-    }
-    g.column("m", m);
-    g.column("n", n);
-    g.column("k", k);
-    g.column("time_us", t);
-    g.column("tflops", f);
-    g.column("sm_clock_MHz", clock);
-    g.column("temperature_C", temperature);
-    g.column("power_W", power);
+    g.column("m", samples, &GemmSample::m);
+    g.column("n", samples, &GemmSample::n);
+    g.column("k", samples, &GemmSample::k);
+    g.column("time_us", samples, &GemmSample::time_us);
+    g.column("tflops", samples, &GemmSample::tflops);
+    g.column("sm_clock_MHz", samples, &GemmSample::sm_clock_MHz);
+    g.column("temperature_C", samples, &GemmSample::temperature_C);
+    g.column("power_W", samples, &GemmSample::power_W);
   }
   h5::Group hbm = root.group("hbm");
-  std::vector<double> b, t, bw;
-  for (const auto& s : raw.hbm) {
-    b.push_back(s.bytes);
-    t.push_back(s.time_us);
-    bw.push_back(s.GBps);
-  }
-  hbm.column("bytes", b);
-  hbm.column("time_us", t);
-  hbm.column("GBps", bw);
+  hbm.column("bytes", raw.hbm, &HbmSample::bytes);
+  hbm.column("time_us", raw.hbm, &HbmSample::time_us);
+  hbm.column("GBps", raw.hbm, &HbmSample::GBps);
   h5::Group coll = root.group("collectives");
   for (const auto& [op, c] : raw.collectives) {
     h5::Group g = coll.group(op);

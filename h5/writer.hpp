@@ -32,6 +32,14 @@ class Group {
   void column(const std::string& name, const std::vector<double>& values);
   void column(const std::string& name, const std::vector<int>& values);
   void column(const std::string& name, const std::vector<std::string>& values);
+  /// The `member` of every row as one column: a list of records written column by column.
+  template <class Row, class T>
+  void column(const std::string& name, const std::vector<Row>& rows, T Row::*member) {
+    std::vector<T> values;
+    values.reserve(rows.size());
+    for (const Row& row : rows) values.push_back(row.*member);
+    column(name, values);
+  }
 
   /// Number of objects (groups, datasets) directly below.
   [[nodiscard]] std::size_t size() const;
