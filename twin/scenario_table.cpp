@@ -294,6 +294,9 @@ void training(std::vector<Entry>& t) {
                     kAny, "Overlap the DP gradient reduce-scatter with backward"));
   t.push_back(plain("training.overlap_param_gather", tr(&TrainingSpec::overlap_param_gather), "",
                     kAny, "Overlap the parameter all-gather with the next forward"));
+  t.push_back(plain("training.moe_a2a_overlap", tr(&TrainingSpec::moe_a2a_overlap), "", kAny,
+                    "Hide MoE all-to-alls behind another micro-batch's compute (Megatron-Core "
+                    "combined 1F1B, overlap_moe_expert_parallel_comm)"));
   t.push_back(plain("training.param_gather_dtype", tr(&TrainingSpec::param_gather_dtype), "",
                     one_of({"bf16", "fp32"}),
                     "Parameters all-gathered by FSDP / ZeRO in bf16 or fp32 (FSDP param_dtype "

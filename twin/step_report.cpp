@@ -29,9 +29,11 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   const auto& t = s.training;
   out += fmt::format(
       "software     {} attention, {} kernels, TP overlap {}, grad-reduce overlap {}, "
-      "param-gather overlap {}, {}\n",
+      "param-gather overlap {}{}, {}\n",
       t.attention, t.fused_kernels ? "fused" : "unfused", t.tp_comm_overlap ? "on" : "off",
-      t.overlap_grad_reduce ? "on" : "off", t.overlap_param_gather ? "on" : "off", t.precision);
+      t.overlap_grad_reduce ? "on" : "off", t.overlap_param_gather ? "on" : "off",
+      p.ep > 1 ? fmt::format(", EP all-to-all overlap {}", t.moe_a2a_overlap ? "on" : "off") : "",
+      t.precision);
   out += fmt::format(
       "memory       {:.1f} of {:.0f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
       "activations {:.1f}, reserve {:.1f})\n",

@@ -224,6 +224,20 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   if (v > 1 && p.pp == 1)
     throw core::Error(core::Error::Kind::does_not_fit, "parallelism.virtual_stages",
                       std::to_string(p.virtual_stages), "interleaving needs pp > 1");
+  // Megatron-Core's combined 1F1B exists for no pipelining and for the interleaved schedule.
+  if (t.moe_a2a_overlap) {
+    if (p.ep <= 1)
+      throw core::Error("training.moe_a2a_overlap", "true",
+                        "overlaps expert-parallel all-to-alls: needs parallelism.ep > 1");
+    if (p.recompute == "full")
+      throw core::Error("training.moe_a2a_overlap", "true",
+                        "the combined 1F1B schedule does not run with full recompute "
+                        "(parallelism.recompute: full); use selective or none");
+    if (p.pp > 1 && v == 1)
+      throw core::Error(core::Error::Kind::does_not_fit, "training.moe_a2a_overlap", "true",
+                        "with pipeline parallelism the combined 1F1B schedule needs "
+                        "interleaving (parallelism.virtual_stages > 1)");
+  }
   const double per_step = static_cast<double>(p.dp) * p.micro_batch;
   const double micro = t.global_batch / per_step;
   if (!(t.global_batch > 0) || micro != static_cast<double>(static_cast<long long>(micro)))

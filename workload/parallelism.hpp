@@ -64,6 +64,10 @@ struct TrainingSpec {
   bool tp_comm_overlap = true;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
+  /// Megatron-Core's overlap_moe_expert_parallel_comm (Megatron-Bridge moe_a2a_overlap): the
+  /// combined 1F1B schedule runs a forward and a backward of different micro-batches as one
+  /// node, each one's EP all-to-alls hidden behind the other's compute.
+  bool moe_a2a_overlap = false;
   /// Type of the parameters as FSDP / ZeRO all-gathers them: "bf16" (MixedPrecision
   /// param_dtype=bf16, Composer's PURE, Megatron) or "fp32" (param_dtype unset: the fp32 master
   /// weights are gathered and autocast casts them per GEMM, Composer 0.14's DEFAULT).

@@ -336,6 +336,20 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     c.cp_exchanges += b.count * b.cp_exchanges;
     c.kernels_per_microbatch +=
         b.count * static_cast<int>(b.forward.size() + b.backward.size() + b.recompute.size());
+    if (b.ep_alltoalls > 0) {
+      auto expert_s = [](const std::vector<Kernel>& ks) {
+        double sum = 0;
+        for (const auto& k : ks)
+          if (k.name.starts_with("expert ")) sum += k.time_s;
+        return sum;
+      };
+      c.moe_layers = b.count;
+      c.moe_expert_forward_s = expert_s(b.forward);
+      c.moe_other_forward_s = sum_time(b.forward) - c.moe_expert_forward_s;
+      c.moe_expert_backward_s = expert_s(b.backward) + expert_s(b.recompute);
+      c.moe_other_backward_s =
+          sum_time(b.backward) + sum_time(b.recompute) - c.moe_expert_backward_s;
+    }
   }
   // Full recompute reruns each layer's forward, TP all-reduces (all-gathers, reduce-scatters)
   // included (Megatron's checkpointed forward); selective recompute only reruns the attention
@@ -385,6 +399,18 @@ TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_
     o.exposed_s += b.count * std::max(0.0, unpaired) * collective_s;
   }
   return o;
+}
+
+double combined_1f1b_exposed(const ChunkProgram& f, const ChunkProgram& b, double scale,
+                             double alltoall_s) {
+  const int paired = std::min(f.moe_layers, b.moe_layers);
+  const double a = alltoall_s;
+  auto beyond = [a](double compute_s) { return std::max(0.0, a - compute_s); };
+  const double per_pair =
+      beyond(f.moe_other_forward_s * scale) + beyond(b.moe_expert_backward_s * scale) +
+      beyond(f.moe_expert_forward_s * scale) + beyond(b.moe_other_backward_s * scale);
+  const int unpaired = f.moe_layers + b.moe_layers - 2 * paired;
+  return paired * per_pair + unpaired * 2.0 * a;
 }
 
 StepProgram step_program(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,

@@ -88,6 +88,12 @@ struct ChunkProgram {
   double forward_flops = 0, recompute_flops = 0;
   int tp_collectives = 0, ep_alltoalls = 0, cp_exchanges = 0;
   int recompute_tp_collectives = 0;  ///< TP slots the recomputed forward issues again (full)
+  /// MoE layers of this chunk and, per MoE layer, the time of the expert kernels (between the
+  /// dispatch and the combine all-to-all) and of the rest of the layer, per direction (backward
+  /// includes recompute): the phases the combined 1F1B schedule overlaps all-to-alls with.
+  int moe_layers = 0;
+  double moe_expert_forward_s = 0, moe_other_forward_s = 0;
+  double moe_expert_backward_s = 0, moe_other_backward_s = 0;
   int kernels_per_microbatch = 0;
 };
 
@@ -122,6 +128,17 @@ struct TpOverlap {
   double exposed_s = 0, overlapped_s = 0;
 };
 TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s);
+
+/// EP all-to-all time left exposed when a forward of chunk `f` and a backward of chunk `b`
+/// (compute scaled by `scale`) run as one node of Megatron-Core's combined 1F1B schedule, each
+/// all-to-all taking `alltoall_s`. Per pair of MoE layers the schedule runs four phases, each
+/// one all-to-all beside one compute part:
+///   F attention | B combine-bwd,  B experts-bwd | F dispatch,
+///   F experts   | B dispatch-bwd, B attention-bwd | F combine,
+/// and a phase lasts the longer of the two. MoE layers of one chunk without a partner in the
+/// other run their two all-to-alls exposed.
+double combined_1f1b_exposed(const ChunkProgram& f, const ChunkProgram& b, double scale,
+                             double alltoall_s);
 
 /// The whole step's program for a layout (its chunk_layers already set).
 StepProgram step_program(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
