@@ -297,6 +297,9 @@ void training(std::vector<Entry>& t) {
   t.push_back(plain("training.moe_a2a_overlap", tr(&TrainingSpec::moe_a2a_overlap), "", kAny,
                     "Hide MoE all-to-alls behind another micro-batch's compute (Megatron-Core "
                     "combined 1F1B, overlap_moe_expert_parallel_comm)"));
+  t.push_back(plain("training.pp_scatter_gather", tr(&TrainingSpec::pp_scatter_gather), "", kAny,
+                    "Without sequence parallelism, send 1/tp of each pipeline activation per TP "
+                    "rank and all-gather it on the next stage (Megatron-LM, DeepSpeed)"));
   t.push_back(plain("training.param_gather_dtype", tr(&TrainingSpec::param_gather_dtype), "",
                     one_of({"bf16", "fp32"}),
                     "Parameters all-gathered by FSDP / ZeRO in bf16 or fp32 (FSDP param_dtype "

@@ -412,6 +412,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   // Communication costs of every stage. With `replica` >= 0 (per-rank mode) the collectives
   // private to a replica (TP, EP, pipeline transfers) are solved for that replica's groups alone;
   // data-parallel collectives always span every replica.
+  const bool pp_gather = layout.tp > 1 && !p.sequence_parallel && t.pp_scatter_gather;
   auto build_comm = [&](int replica) {
     std::vector<StageComm> comm(pp);
     const bool shared = replica <= 0;  // count the data-parallel traffic once
@@ -456,6 +457,10 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
             pairs.push_back({layout.gpu(tr, d, s), layout.gpu(tr, d, s + 1)});
         comm[s].p2p_s = collective(fmt::format("PP send/recv s{}", s), "sendrecv", mine(pairs),
                                    c0.p2p_bytes, slots / 2);
+        // Scatter-gather: the receiving stage's TP group all-gathers the shares it was sent.
+        if (pp_gather)
+          comm[s].p2p_s += collective(fmt::format("PP all_gather s{}", s + 1), "all_gather",
+                                      mine(layout.tp_groups(s + 1)), c0.tp_bytes, slots / 2);
       } else if (v > 1 && pp > 1) {
         comm[s].p2p_s = comm[0].p2p_s;  // last stage to stage 0 of the next chunk: same pattern
       }

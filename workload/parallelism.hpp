@@ -68,6 +68,10 @@ struct TrainingSpec {
   /// combined 1F1B schedule runs a forward and a backward of different micro-batches as one
   /// node, each one's EP all-to-alls hidden behind the other's compute.
   bool moe_a2a_overlap = false;
+  /// Megatron-LM's scatter_gather_tensors_in_pipeline (default on) and DeepSpeed's partitioned
+  /// pipeline activations: without sequence parallelism every TP rank holds the whole activation,
+  /// so each sends only its 1/tp share to the next stage, which all-gathers it over NVLink.
+  bool pp_scatter_gather = true;
   /// Type of the parameters as FSDP / ZeRO all-gathers them: "bf16" (MixedPrecision
   /// param_dtype=bf16, Composer's PURE, Megatron) or "fp32" (param_dtype unset: the fp32 master
   /// weights are gathered and autocast casts them per GEMM, Composer 0.14's DEFAULT).

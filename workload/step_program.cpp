@@ -358,7 +358,9 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
   c.tp_bytes = x.T * x.h * 2.0;
   c.ep_bytes = model.moe() ? x.T / x.tp * model.top_k * model.capacity_factor * x.h * 2.0 : 0.0;
   c.cp_bytes = 2.0 * x.T * x.kv / x.tp * 2.0;
-  c.p2p_bytes = x.T * x.h * 2.0 / (p.sequence_parallel ? x.tp : 1.0);
+  // With sequence parallelism the activation is already split over the TP ranks; without it,
+  // scatter-gather sends each rank's 1/tp share (the next stage all-gathers it over NVLink).
+  c.p2p_bytes = x.T * x.h * 2.0 / (p.sequence_parallel || t.pp_scatter_gather ? x.tp : 1.0);
   if (c.tp_collectives > 0) {
     if (p.sequence_parallel) {
       c.collectives.push_back({"tp", "all_gather", c.tp_bytes, c.tp_collectives});
@@ -369,7 +371,11 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
   }
   if (c.ep_alltoalls > 0) c.collectives.push_back({"ep", "alltoall", c.ep_bytes, c.ep_alltoalls});
   if (c.cp_exchanges > 0) c.collectives.push_back({"cp", "sendrecv", c.cp_bytes, c.cp_exchanges});
-  if (layout.pp > 1) c.collectives.push_back({"pp", "sendrecv", c.p2p_bytes, 1});
+  if (layout.pp > 1) {
+    c.collectives.push_back({"pp", "sendrecv", c.p2p_bytes, 1});
+    if (x.tp > 1 && !p.sequence_parallel && t.pp_scatter_gather)
+      c.collectives.push_back({"pp", "all_gather", c.tp_bytes, 1});
+  }
   return c;
 }
 

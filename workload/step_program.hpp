@@ -30,7 +30,9 @@
 /// sequence parallelism 2 all-gathers + 2 reduce-scatters; full recompute reruns the forward with
 /// its TP collectives, so backward issues twice as many), EP dispatch + combine all-to-alls of
 /// (T / t) k cf h 2 bytes, CP (ring attention) cp - 1 exchanges of K and V, 2 (T h_kv / t) 2
-/// bytes (backward also dK, dV: twice that); PP the chunk's output T h 2 (/ t with SP) bytes.
+/// bytes (backward also dK, dV: twice that); PP the chunk's output T h 2 / t bytes per rank (with
+/// SP its shard; without, scatter-gather sends 1/t and the next stage all-gathers T h 2 over
+/// NVLink, Megatron-LM's scatter_gather_tensors_in_pipeline; with pp_scatter_gather off, T h 2).
 /// Optimizer (per local parameter): Adam with fp32 master weights and moments reads param, grad,
 /// m, v (16 B) and writes param, m, v and the bf16 copy (14 B); gradient clipping reads the fp32
 /// gradients again (4 B); parameters are sharded over the DP group for zero >= 1.
