@@ -198,8 +198,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     return o;
   };
 
-  // Runs `ops` (one op, or a merged forward + backward) as one node of the compute stream from
-  // `start`, its work lasting `work_s`; adds the data-parallel traffic issued with it.
+  // One node of the compute stream (an op, or a merged forward + backward) from `start`, its
+  // work lasting `work_s`, with the data-parallel traffic issued with it: returns its end.
   auto run_node = [&](int s, double start, double work_s, double traffic, const std::string& what,
                       int chunk) {
     double finish = start + work_s;
