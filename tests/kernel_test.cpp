@@ -132,6 +132,42 @@ TEST(StepProgram, UnfusedAttentionMovesTheScoreTensors) {
   EXPECT_LT(chunk_program(m, p, t, layout, c, 0, 0).forward_s, prog.forward_s);
 }
 
+TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
+  // Llama 3 8B shape, TP 2 with sequence parallelism, s = 2048, b = 1.
+  const ModelSpec m = small_model();
+  ParallelismSpec p;
+  p.tp = 2;
+  p.pp = 1;
+  p.dp = 4;
+  p.recompute = "selective";
+  TrainingSpec t;
+  t.global_batch = 8;
+  const Layout layout = make_layout(m, p, t, 8);
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "bf16");
+  auto recomputed = [&](const ParallelismSpec& q) {
+    std::vector<std::string> names;
+    for (const auto& b : chunk_program(m, q, t, layout, c, 0, 0).blocks)
+      if (b.label == "dense layer")
+        for (const auto& k : b.recompute) names.push_back(k.name);
+    return names;
+  };
+  // Megatron-Core's default module is the attention core.
+  EXPECT_EQ(recomputed(p), std::vector<std::string>{"flash attention fwd"});
+  ParallelismSpec q = p;
+  q.recompute_modules = {"layernorm", "mlp"};
+  EXPECT_EQ(recomputed(q),
+            (std::vector<std::string>{"input norm", "mlp norm", "fc1", "swiglu", "fc2"}));
+  // Memory: the two norm outputs (2 x 2 s b h / t) and the MLP's fc1 and activation outputs
+  // (2 s b (2 f + f) / t) leave each layer's activations.
+  const double s_b_h = 2048.0 * 4096;
+  const double per_layer = 2.0 * 2.0 * s_b_h / 2 + 2.0 * 2048 * 3 * 14336 / 2;
+  const double in_flight_layers = 32;  // pp 1: one micro-batch of every layer
+  EXPECT_NEAR(memory_per_gpu(m, p, t, layout).activations_GB -
+                  memory_per_gpu(m, q, t, layout).activations_GB,
+              per_layer * in_flight_layers / 1e9, 1e-9);
+}
+
 TEST(StepProgram, BackwardHasItsOwnDataAndWeightGradientGemms) {
   const ModelSpec m = small_model();
   ParallelismSpec p;
@@ -443,6 +479,26 @@ TEST(Hardware, NvlinkAndNicComeFromTheGpuProfile) {
   EXPECT_DOUBLE_EQ(forced.cluster.nvlink_GBps, 450.0);
   ASSERT_EQ(forced.hardware_overrides.size(), 1u);
   EXPECT_NE(forced.hardware_overrides[0].find("cluster.nvlink_GBps"), std::string::npos);
+}
+
+TEST(BadInput, RecomputeModulesNameTheField) {
+  auto error_of = [](const std::vector<std::string>& sets) -> std::string {
+    try {
+      sim::simulate_step(sim::load_scenario("", sets));
+    } catch (const core::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string field = "parallelism.recompute_modules";
+  EXPECT_NE(error_of({"parallelism.recompute_modules=[layernorm]"}).find("selective"),
+            std::string::npos);
+  for (const char* module : {"moe", "attention"})
+    EXPECT_NE(error_of({"parallelism.recompute=selective",
+                        fmt::format("parallelism.recompute_modules=[{}]", module)})
+                  .find(field),
+              std::string::npos)
+        << module;
 }
 
 TEST(BadInput, StageLayersCpAndAttentionNameTheField) {

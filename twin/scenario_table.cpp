@@ -261,6 +261,29 @@ void parallelism(std::vector<Entry>& t) {
                     "reduce-scatter)"));
   t.push_back(plain("parallelism.recompute", p(&ParallelismSpec::recompute), "",
                     one_of({"none", "selective", "full"}), "Activation recomputation"));
+  t.push_back(custom_list(
+      "parallelism.recompute_modules",
+      "With recompute: selective, the parts of a layer recomputed in backward (Megatron-Core "
+      "recompute_modules): core_attn (the default), layernorm, mlp, moe_act, shared_experts, "
+      "mla_up_proj",
+      [](MapReader& r, Scenario& s) {
+        const YAML::Node modules = r.raw("recompute_modules");
+        if (!modules.IsDefined() || modules.IsNull()) return;
+        if (!modules.IsSequence())
+          throw r.error("recompute_modules", modules.IsScalar() ? modules.Scalar() : "",
+                        "expected a list such as [layernorm, moe_act]");
+        s.parallelism.recompute_modules.clear();
+        for (const auto& n : modules) {
+          if (!n.IsScalar())
+            throw r.error("recompute_modules", "", "expected module names such as moe_act");
+          s.parallelism.recompute_modules.push_back(n.Scalar());
+        }
+      },
+      [](YAML::Emitter& out, const Scenario& s) {
+        out << YAML::Flow << YAML::BeginSeq;
+        for (const auto& m : s.parallelism.recompute_modules) out << m;
+        out << YAML::EndSeq;
+      }));
 }
 
 void training(std::vector<Entry>& t) {

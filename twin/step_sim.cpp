@@ -566,7 +566,19 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   if (p.recompute == "full")
     recompute = model.forward_flops(t.global_batch) -
                 2.0 * t.global_batch * model.seq_len * model.vocab * model.hidden;
-  if (p.recompute == "selective") recompute = model.attention_score_flops(t.global_batch);
+  if (p.recompute == "selective") {
+    // The attention core counted as Megatron counts it (the full square); every other recomputed
+    // kernel (the recompute modules) from the program: per GPU per micro-batch, on each of the
+    // stage's GPUs, for every micro-batch of the step.
+    if (p.recomputes("core_attn")) recompute = model.attention_score_flops(t.global_batch);
+    const double gpus_per_stage = static_cast<double>(layout.gpus) / layout.pp;
+    for (const auto& stage : r.program.chunks)
+      for (const auto& chunk : stage)
+        for (const auto& block : chunk.blocks)
+          for (const auto& k : block.recompute)
+            if (k.name.find("attention") == std::string::npos)
+              recompute += block.count * k.flops * layout.micro_batches * gpus_per_stage;
+  }
   r.hardware_flops_per_step = r.model_flops_per_step + recompute;
   // MFU is against the BF16 dense peak whatever the training precision (as NeMo and Megatron
   // report FP8 runs: model TFLOP/s per GPU over the BF16 peak).

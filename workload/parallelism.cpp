@@ -1,6 +1,7 @@
 #include "workload/parallelism.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -221,6 +222,26 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                       fmt::format("must divide parallelism.dp ({})", p.dp));
   if (p.recompute != "none" && p.recompute != "selective" && p.recompute != "full")
     throw core::Error("parallelism.recompute", p.recompute, "must be none, selective or full");
+  if (!p.recompute_modules.empty()) {
+    const std::string listed = "[" + fmt::format("{}", fmt::join(p.recompute_modules, ", ")) + "]";
+    if (p.recompute != "selective")
+      throw core::Error("parallelism.recompute_modules", listed,
+                        fmt::format("recompute modules need parallelism.recompute: selective "
+                                    "(it is {})",
+                                    p.recompute));
+    for (const auto& module : p.recompute_modules) {
+      if (module == "moe")
+        throw core::Error("parallelism.recompute_modules", listed,
+                          "moe (recomputing the whole MoE layer, its all-to-alls included) is not "
+                          "modelled; moe_act and shared_experts are");
+      if (module != "core_attn" && module != "layernorm" && module != "mlp" &&
+          module != "moe_act" && module != "shared_experts" && module != "mla_up_proj")
+        throw core::Error("parallelism.recompute_modules", listed,
+                          fmt::format("unknown module {}: expected core_attn, layernorm, mlp, "
+                                      "moe_act, shared_experts or mla_up_proj",
+                                      module));
+    }
+  }
   if (v > 1 && p.pp == 1)
     throw core::Error(core::Error::Kind::does_not_fit, "parallelism.virtual_stages",
                       std::to_string(p.virtual_stages), "interleaving needs pp > 1");
@@ -316,7 +337,8 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
   // Without dropout (the step models none: current recipes train without it) the two 1-byte
   // hidden-dropout masks of the 34 drop out: 32 s b h / t (8 + 24 / t without SP).
   double per_layer = s * b * h * (p.sequence_parallel ? 32.0 / tp : 8.0 + 24.0 / tp);
-  if (p.recompute == "full") per_layer = 2.0 * s * b * h / (p.sequence_parallel ? tp : 1.0);
+  const double t_sp = p.sequence_parallel ? tp : 1.0;
+  if (p.recompute == "full") per_layer = 2.0 * s * b * h / t_sp;
   // MoE layers keep top_k expert activations instead of one MLP's (scaled by the MLP share).
   if (model.moe()) {
     const double mlp_share = 19.0 / 34.0;  // of the 34 s b h bytes, the MLP's (Korthikanti Table 2)
@@ -325,9 +347,36 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
                   (model.top_k * model.capacity_factor * model.expert_ffn_hidden / (4.0 * h) - 1.0);
     per_layer *= std::max(1.0, moe_scale);
   }
+  // Selective recompute modules drop what they recompute (2-byte tensors), averaged over the
+  // dense and MoE layers; the layer input always stays.
+  const double moe_share =
+      model.moe() ? static_cast<double>(model.moe_layers()) / model.layers : 0.0;
+  double dropped = 0;
+  if (p.recomputes("layernorm")) dropped += 2.0 * 2.0 * s * b * h / t_sp;
+  if (p.recomputes("mlp")) {
+    const double up = model.mlp_matrices() - 1.0;
+    dropped += (1.0 - moe_share) * 2.0 * s * b * (up + 1.0) * model.ffn_hidden / tp;
+  }
+  if (model.moe()) {
+    const double up = model.mlp_matrices() - 1.0;
+    if (p.recomputes("moe_act")) {
+      // The activation output of the routed token copies on this GPU: T k cf etp / tp copies
+      // of width f_e / etp, T k cf f_e / tp elements whatever the expert layout.
+      dropped += moe_share * 2.0 * s * b * model.top_k * model.capacity_factor *
+                 model.expert_ffn_hidden / tp;
+    }
+    if (p.recomputes("shared_experts"))
+      dropped += moe_share * 2.0 * s * b * (up + 1.0) * model.expert_ffn_hidden *
+                 model.shared_experts / tp;
+  }
+  if (model.mla() && p.recomputes("mla_up_proj"))
+    dropped += 2.0 * s * b * model.heads *
+               (model.qk_head_dim() + model.kv_channels() + model.v_dim()) / tp;
+  if (p.recompute == "selective") per_layer = std::max(2.0 * s * b * h / t_sp, per_layer - dropped);
   // Unfused attention stores the s x s scores: Korthikanti et al.'s 5 a s / (h t) term (2 bytes
   // softmax output, 1 dropout mask, 2 dropout output per score), unless recomputed.
-  if (t.attention == "unfused" && p.recompute == "none") per_layer += 5.0 * a * s * s * b / tp;
+  if (t.attention == "unfused" && p.recompute != "full" && !p.recomputes("core_attn"))
+    per_layer += 5.0 * a * s * s * b / tp;
   const double in_flight = std::min<double>(p.pp, layout.micro_batches) *
                            (1.0 + (layout.v > 1 ? (p.pp - 1.0) / (p.pp * layout.v) : 0.0));
   double stage0_layers = 0;

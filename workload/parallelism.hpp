@@ -22,11 +22,16 @@
 ///     sequence parallelism, 8 + 24/t without — Korthikanti et al.'s 34/t and 10 + 24/t less
 ///     the two hidden-dropout masks (no dropout is modelled), and without the 5 a s/(h t)
 ///     attention-score term, which flash attention never stores (unfused attention adds it) —
-///     or 2/t (full recompute: the layer input).
+///     or 2/t (full recompute: the layer input). Selective recompute modules drop what they
+///     recompute: layernorm the two norm outputs (4/t_sp), mlp a dense layer's fc1 and
+///     activation outputs (2 (m f + f) / (h t)), moe_act the experts' activation outputs,
+///     shared_experts their fc1 and activation outputs, mla_up_proj the up-projected queries,
+///     keys and values; the layer input (2/t_sp) always stays.
 ///   The first pipeline stage holds pp micro-batches in flight (1F1B); interleaving adds
 ///   (pp - 1)/(pp v) of that. A fixed reserve covers the CUDA context, NCCL buffers and
 ///   fragmentation (`training.memory_reserve_GB`, stated, not measured).
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -49,6 +54,17 @@ struct ParallelismSpec {
   int micro_batch = 1;     ///< sequences per micro-batch
   bool sequence_parallel = true;
   std::string recompute = "none";  ///< none, selective, full
+  /// With selective recompute, Megatron-Core's recompute_modules: which parts of a layer are
+  /// recomputed in backward instead of kept (empty: core_attn, Megatron-Core's default).
+  std::vector<std::string> recompute_modules;
+  /// Whether selective recompute reruns `module` (core_attn, layernorm, mlp, moe_act,
+  /// shared_experts, mla_up_proj).
+  [[nodiscard]] bool recomputes(const std::string& module) const {
+    if (recompute != "selective") return false;
+    if (recompute_modules.empty()) return module == "core_attn";
+    return std::find(recompute_modules.begin(), recompute_modules.end(), module) !=
+           recompute_modules.end();
+  }
   bool operator==(const ParallelismSpec&) const = default;
 };
 

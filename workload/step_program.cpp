@@ -131,7 +131,8 @@ Shape shape_of(const ModelSpec& m, const ParallelismSpec& p) {
 /// all-gathered tokens), their norms, the column-parallel up-projections to a / t heads, and the
 /// rotary part of queries and the shared rotary key. Returns the forward and data-gradient time
 /// of the GEMMs that take the all-gathered input (what a TP all-gather hides behind).
-std::pair<double, double> mla_projections(BlockBuilder& bb, const Shape& x, const ModelSpec& m) {
+std::pair<double, double> mla_projections(BlockBuilder& bb, const Shape& x, const ModelSpec& m,
+                                          bool recompute_up) {
   const double a_local = x.local_heads, rq = m.q_lora_rank, rkv = m.kv_lora_rank;
   const double rope = m.qk_rope_head_dim;
   double first = 0, first_bwd = 0;
@@ -139,7 +140,7 @@ std::pair<double, double> mla_projections(BlockBuilder& bb, const Shape& x, cons
     first += bb.gemm("q down (latent)", x.T, rq, x.h, 1, false, true);
     first_bwd += bb.last_dgrad_s();
     bb.elementwise("q latent norm", x.T * rq, 2, 5, 3);
-    bb.gemm("q up", x.T, a_local * x.head_dim, rq);
+    bb.gemm("q up", x.T, a_local * x.head_dim, rq, 1, recompute_up);
   } else {
     first += bb.gemm("q", x.T, a_local * x.head_dim, x.h, 1, false, true);
     first_bwd += bb.last_dgrad_s();
@@ -147,18 +148,18 @@ std::pair<double, double> mla_projections(BlockBuilder& bb, const Shape& x, cons
   first += bb.gemm("kv down (latent + rotary key)", x.T, rkv + rope, x.h, 1, false, true);
   first_bwd += bb.last_dgrad_s();
   bb.elementwise("kv latent norm", x.T * rkv, 2, 5, 3);
-  bb.gemm("kv up", x.T, a_local * (m.kv_channels() + x.v_dim), rkv);
-  bb.elementwise("rotary", x.T * (a_local + 1) * rope, 2, 6, 2);
+  bb.gemm("kv up", x.T, a_local * (m.kv_channels() + x.v_dim), rkv, 1, recompute_up);
+  bb.elementwise("rotary", x.T * (a_local + 1) * rope, 2, 6, 2, recompute_up);
   return {first, first_bwd};
 }
 
 void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const ParallelismSpec& p,
                      const TrainingSpec& t, int cp) {
-  const bool selective = p.recompute == "selective";
-  bb.elementwise("input norm", x.Tsp * x.h, 2, 5, 3);
+  const bool selective = p.recomputes("core_attn");
+  bb.elementwise("input norm", x.Tsp * x.h, 2, 5, 3, p.recomputes("layernorm"));
   double qkv = 0, qkv_bwd = 0;
   if (m.mla()) {
-    std::tie(qkv, qkv_bwd) = mla_projections(bb, x, m);
+    std::tie(qkv, qkv_bwd) = mla_projections(bb, x, m, p.recomputes("mla_up_proj"));
   } else {
     qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, true);
     qkv_bwd = bb.last_dgrad_s();
@@ -175,7 +176,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
                                      true, x.s_local, x.v_dim);
     attn_f = f.time_s;
     attn_b = b.time_s;
-    if (selective || p.recompute == "full") bb.block.recompute.push_back(f);
+    if (selective) bb.block.recompute.push_back(f);
     bb.block.forward.push_back(std::move(f));
     bb.block.backward.push_back(bb.c_.memory("flash attention bwd preprocess (dO.O)",
                                              2.0 * x.T * x.local_heads * x.v_dim * 2.0));
@@ -208,23 +209,25 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
 }
 
-void dense_mlp(BlockBuilder& bb, const Shape& x) {
-  bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3);
-  const double fc1 = bb.gemm("fc1", x.T, x.up * x.f / x.tp, x.h, 1, false, true);
+void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
+  bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3, p.recomputes("layernorm"));
+  const bool again = p.recomputes("mlp");
+  const double fc1 = bb.gemm("fc1", x.T, x.up * x.f / x.tp, x.h, 1, again, true);
   const double fc1_bwd = bb.last_dgrad_s();
   if (x.gelu)
-    bb.elementwise("bias-gelu", x.T * x.f / x.tp, 2, 4, 2);
+    bb.elementwise("bias-gelu", x.T * x.f / x.tp, 2, 4, 2, again);
   else
-    bb.elementwise("swiglu", x.T * x.f / x.tp, 3, 5, 2);
-  const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, false, true);
+    bb.elementwise("swiglu", x.T * x.f / x.tp, 3, 5, 2, again);
+  const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, true);
   bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
   bb.block.tp_overlap_forward_s.insert(bb.block.tp_overlap_forward_s.end(), {fc1, fc2});
   bb.block.tp_overlap_backward_s.insert(bb.block.tp_overlap_backward_s.end(),
                                         {fc1_bwd, bb.last_dgrad_s()});
 }
 
-void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout& layout) {
-  bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3);
+void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout& layout,
+             const ParallelismSpec& p) {
+  bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3, p.recomputes("layernorm"));
   bb.gemm("router", x.T, m.experts, x.h, 1, false, false, true);
   bb.memory("router softmax + top-k", x.T * m.experts * 4.0 * 2, x.T * m.experts * 4.0 * 2, 1);
   const double routed = x.T * m.top_k;
@@ -237,16 +240,19 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   const double arriving = routed * etp / x.tp * m.capacity_factor;
   const double per_expert = arriving / local;
   bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / etp, x.h, local);
+  const bool act = p.recomputes("moe_act");
   if (x.gelu)
-    bb.elementwise("expert bias-gelu", arriving * x.fe / etp, 2, 4, 2);
+    bb.elementwise("expert bias-gelu", arriving * x.fe / etp, 2, 4, 2, act);
   else
-    bb.elementwise("expert swiglu", arriving * x.fe / etp, 3, 5, 2);
+    bb.elementwise("expert swiglu", arriving * x.fe / etp, 3, 5, 2, act);
   bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / etp, local);
   bb.memory("token unpermute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
   if (m.shared_experts > 0) {
-    bb.gemm("shared expert fc1", x.T, x.up * x.fe * m.shared_experts / x.tp, x.h);
-    bb.elementwise("shared expert activation", x.T * x.fe * m.shared_experts / x.tp, 3, 5, 2);
-    bb.gemm("shared expert fc2", x.T, x.h, x.fe * m.shared_experts / x.tp);
+    const bool shared = p.recomputes("shared_experts");
+    bb.gemm("shared expert fc1", x.T, x.up * x.fe * m.shared_experts / x.tp, x.h, 1, shared);
+    bb.elementwise("shared expert activation", x.T * x.fe * m.shared_experts / x.tp, 3, 5, 2,
+                   shared);
+    bb.gemm("shared expert fc2", x.T, x.h, x.fe * m.shared_experts / x.tp, 1, shared);
   }
   bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
 }
@@ -286,10 +292,10 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     bb.block.count = count;
     attention_block(bb, x, model, p, t, p.cp);
     if (kind == 0) {
-      dense_mlp(bb, x);
+      dense_mlp(bb, x, p);
       c.params += count * (model.attention_params() + model.dense_mlp_params()) / x.tp;
     } else {
-      moe_mlp(bb, x, model, layout);
+      moe_mlp(bb, x, model, layout, p);
       const double local = static_cast<double>(model.experts) / layout.ep;
       const double expert = count * local * model.expert_params() / layout.etp;
       c.params += count *

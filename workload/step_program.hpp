@@ -11,7 +11,10 @@
 ///   backward  per GEMM a data-gradient GEMM (T, K, N) and a weight-gradient GEMM (N, K, T) of
 ///             the forward (T, N, K); element-wise kernels move twice their forward bytes;
 ///             attention backward (flash: one kernel + the dO.O preprocessing pass)
-///   recompute selective: the attention core again; full: the whole layer forward again
+///   recompute selective: the forward kernels of the recompute_modules again (core_attn, the
+///             default: the attention core; layernorm: both norms; mlp: a dense layer's fc1,
+///             activation and fc2; moe_act: the experts' activation; shared_experts; mla_up_proj:
+///             MLA's q/kv up-projections and rotary); full: the whole layer forward again
 /// Element-wise bytes (2-byte activations, per element of the tensor): fused kernels (Apex/TE
 /// norms, bias-add fusions, fused SwiGLU, fused rotary) read and write once; unfused PyTorch ops
 /// take several passes: norm 5 (stats, normalize, affine), rotary 3 per tensor, SwiGLU 5 (SiLU,
