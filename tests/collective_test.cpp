@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "netsim/collective.hpp"
 #include "netsim/native_engine.hpp"
+#include "test_helpers.hpp"
 #include "topology/fabric_state.hpp"
 #include "topology/link_load.hpp"
 #include "twin/collective_sweep.hpp"
@@ -249,6 +250,24 @@ TEST(CollectiveSweep, OutputReadsBackAsAnNcclTestsLog) {
   EXPECT_EQ(log.runs[0].op, "all_gather");
   ASSERT_EQ(log.runs[0].rows.size(), 3u);
   EXPECT_NEAR(log.runs[0].rows[2].busbw_GBps, result.rows[2].busbw_GBps, 0.01);
+}
+
+TEST(CollectiveSweep, ResizingKeepsNicsPerGpuAndRefusesMoreNicsThanGpus) {
+  // One NIC per GPU follows the resize; four NICs on eight GPUs resized to two per node become
+  // two; sixteen NICs on eight GPUs (two per GPU, not modelled) are not silently halved.
+  Scenario s = load_scenario("");
+  EXPECT_EQ(resized(s, 2, 4).cluster.nics_per_node, 4);
+  s.cluster.nics_per_node = 4;
+  EXPECT_EQ(resized(s, 2, 2).cluster.nics_per_node, 2);
+  EXPECT_EQ(resized(s, 2, 8).cluster.nics_per_node, 4);
+  s.cluster.nics_per_node = 16;
+  SweepSpec spec;
+  spec.op = "all_reduce";
+  spec.nodes = 2;
+  spec.gpus_per_node = 8;
+  spec.sizes = parse_sizes("1G");
+  const auto e = test::error_of([&] { run_collective_sweep(s, spec); });
+  EXPECT_EQ(e.field(), "cluster.nics_per_node");
 }
 
 }  // namespace

@@ -123,9 +123,13 @@ Scenario resized(const Scenario& scenario, int nodes, int gpus_per_node) {
     throw core::Error("--gpus-per-node", std::to_string(gpus_per_node), "must be at least 1");
   Scenario s = scenario;
   const bool nic_per_gpu = s.cluster.nics_per_node == s.cluster.gpus_per_node;
+  // Fewer GPUs per node than the scenario's NICs: the resize, not the user, made the NICs too
+  // many, so they follow the GPUs. A scenario that already has more NICs than GPUs keeps them,
+  // and the fabric says that is not modelled (rather than quietly dropping half the NICs).
+  const bool valid = s.cluster.nics_per_node <= s.cluster.gpus_per_node;
   s.cluster.nodes = nodes;
   s.cluster.gpus_per_node = gpus_per_node;
-  if (nic_per_gpu || s.cluster.nics_per_node > gpus_per_node)
+  if (nic_per_gpu || (valid && s.cluster.nics_per_node > gpus_per_node))
     s.cluster.nics_per_node = gpus_per_node;
   return s;
 }
