@@ -141,7 +141,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   // beside them), the TP/CP collectives it waits for, its EP all-to-alls, and the data-parallel
   // traffic issued with it.
   struct OpTime {
-    double compute = 0, tp = 0, ep = 0, traffic = 0, tensor = 0;
+    double compute = 0, tp = 0, ep = 0, traffic = 0;
     std::string what;
   };
   auto time_of = [&](int s, const Op& op, double start) {
@@ -165,10 +165,10 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     }
     const ChunkCost& c = cost[s][op.chunk];
     const double work = (op.forward ? c.forward_s : c.backward_s) * scale[s];
-    o.tensor = (op.forward ? c.forward_tensor_s : c.backward_tensor_s) * scale[s];
+    const double tensor = (op.forward ? c.forward_tensor_s : c.backward_tensor_s) * scale[s];
     // Data-parallel traffic beside this op (issued with it, or still running from before).
     const double window = o.traffic > 0 ? o.traffic : std::max(0.0, comm_free[s] - start);
-    o.compute = work + contention.extra(o.tensor, work - o.tensor, window);
+    o.compute = work + contention.extra(tensor, work - tensor, window);
     // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs,
     // which lose the SMs the communication kernels take while they overlap.
     const int tp_slots = c.tp_collectives + (op.forward ? 0 : c.recompute_tp_collectives);
@@ -412,7 +412,6 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   // Communication costs of every stage. With `replica` >= 0 (per-rank mode) the collectives
   // private to a replica (TP, EP, pipeline transfers) are solved for that replica's groups alone;
   // data-parallel collectives always span every replica.
-  const bool pp_gather = layout.tp > 1 && !p.sequence_parallel && t.pp_scatter_gather;
   auto build_comm = [&](int replica) {
     std::vector<StageComm> comm(pp);
     const bool shared = replica <= 0;  // count the data-parallel traffic once
@@ -457,8 +456,13 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
             pairs.push_back({layout.gpu(tr, d, s), layout.gpu(tr, d, s + 1)});
         comm[s].p2p_s = collective(fmt::format("PP send/recv s{}", s), "sendrecv", mine(pairs),
                                    c0.p2p_bytes, slots / 2);
-        // Scatter-gather: the receiving stage's TP group all-gathers the shares it was sent.
-        if (pp_gather)
+        // Scatter-gather (the program asks for it): the receiving stage's TP group all-gathers
+        // the shares it was sent.
+        const bool gathers =
+            std::any_of(c0.collectives.begin(), c0.collectives.end(), [](const auto& request) {
+              return request.group == "pp" && request.op == "all_gather";
+            });
+        if (gathers)
           comm[s].p2p_s += collective(fmt::format("PP all_gather s{}", s + 1), "all_gather",
                                       mine(layout.tp_groups(s + 1)), c0.tp_bytes, slots / 2);
       } else if (v > 1 && pp > 1) {

@@ -366,7 +366,8 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
   c.cp_bytes = 2.0 * x.T * x.kv / x.tp * 2.0;
   // With sequence parallelism the activation is already split over the TP ranks; without it,
   // scatter-gather sends each rank's 1/tp share (the next stage all-gathers it over NVLink).
-  c.p2p_bytes = x.T * x.h * 2.0 / (p.sequence_parallel || t.pp_scatter_gather ? x.tp : 1.0);
+  const bool scatter_gather = x.tp > 1 && !p.sequence_parallel && t.pp_scatter_gather;
+  c.p2p_bytes = x.T * x.h * 2.0 / (p.sequence_parallel || scatter_gather ? x.tp : 1.0);
   if (c.tp_collectives > 0) {
     if (p.sequence_parallel) {
       c.collectives.push_back({"tp", "all_gather", c.tp_bytes, c.tp_collectives});
@@ -379,8 +380,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
   if (c.cp_exchanges > 0) c.collectives.push_back({"cp", "sendrecv", c.cp_bytes, c.cp_exchanges});
   if (layout.pp > 1) {
     c.collectives.push_back({"pp", "sendrecv", c.p2p_bytes, 1});
-    if (x.tp > 1 && !p.sequence_parallel && t.pp_scatter_gather)
-      c.collectives.push_back({"pp", "all_gather", c.tp_bytes, 1});
+    if (scatter_gather) c.collectives.push_back({"pp", "all_gather", c.tp_bytes, 1});
   }
   return c;
 }
