@@ -223,7 +223,7 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   if (p.recompute != "none" && p.recompute != "selective" && p.recompute != "full")
     throw core::Error("parallelism.recompute", p.recompute, "must be none, selective or full");
   if (!p.recompute_modules.empty()) {
-    const std::string listed = "[" + fmt::format("{}", fmt::join(p.recompute_modules, ", ")) + "]";
+    const std::string listed = fmt::format("[{}]", fmt::join(p.recompute_modules, ", "));
     if (p.recompute != "selective")
       throw core::Error("parallelism.recompute_modules", listed,
                         fmt::format("recompute modules need parallelism.recompute: selective "
@@ -234,12 +234,11 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
         throw core::Error("parallelism.recompute_modules", listed,
                           "moe (recomputing the whole MoE layer, its all-to-alls included) is not "
                           "modelled; moe_act and shared_experts are");
-      if (module != "core_attn" && module != "layernorm" && module != "mlp" &&
-          module != "moe_act" && module != "shared_experts" && module != "mla_up_proj")
+      if (std::find(kRecomputeModules.begin(), kRecomputeModules.end(), module) ==
+          kRecomputeModules.end())
         throw core::Error("parallelism.recompute_modules", listed,
-                          fmt::format("unknown module {}: expected core_attn, layernorm, mlp, "
-                                      "moe_act, shared_experts or mla_up_proj",
-                                      module));
+                          fmt::format("unknown module {}: expected one of {}", module,
+                                      fmt::join(kRecomputeModules, ", ")));
     }
   }
   if (v > 1 && p.pp == 1)
@@ -351,14 +350,12 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
   // dense and MoE layers; the layer input always stays.
   const double moe_share =
       model.moe() ? static_cast<double>(model.moe_layers()) / model.layers : 0.0;
+  const double up = model.mlp_matrices() - 1.0;  // matrices fused in fc1
   double dropped = 0;
   if (p.recomputes("layernorm")) dropped += 2.0 * 2.0 * s * b * h / t_sp;
-  if (p.recomputes("mlp")) {
-    const double up = model.mlp_matrices() - 1.0;
+  if (p.recomputes("mlp"))
     dropped += (1.0 - moe_share) * 2.0 * s * b * (up + 1.0) * model.ffn_hidden / tp;
-  }
   if (model.moe()) {
-    const double up = model.mlp_matrices() - 1.0;
     if (p.recomputes("moe_act")) {
       // The activation output of the routed token copies on this GPU: T k cf etp / tp copies
       // of width f_e / etp, T k cf f_e / tp elements whatever the expert layout.

@@ -32,12 +32,19 @@
 ///   fragmentation (`training.memory_reserve_GB`, stated, not measured).
 
 #include <algorithm>
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "workload/model.hpp"
 
 namespace twin::workload {
+
+/// Megatron-Core's selective recompute modules the step models (`moe`, which reissues the
+/// all-to-alls, is not among them).
+inline constexpr std::array<std::string_view, 6> kRecomputeModules = {
+    "core_attn", "layernorm", "mlp", "moe_act", "shared_experts", "mla_up_proj"};
 
 struct ParallelismSpec {
   int tp = 8, pp = 8, dp = 64, ep = 1;
@@ -57,8 +64,7 @@ struct ParallelismSpec {
   /// With selective recompute, Megatron-Core's recompute_modules: which parts of a layer are
   /// recomputed in backward instead of kept (empty: core_attn, Megatron-Core's default).
   std::vector<std::string> recompute_modules;
-  /// Whether selective recompute reruns `module` (core_attn, layernorm, mlp, moe_act,
-  /// shared_experts, mla_up_proj).
+  /// Whether selective recompute reruns `module` (one of kRecomputeModules).
   [[nodiscard]] bool recomputes(const std::string& module) const {
     if (recompute != "selective") return false;
     if (recompute_modules.empty()) return module == "core_attn";
