@@ -20,12 +20,34 @@
 namespace twin::workload {
 namespace {
 
+/// The program tests' layouts: 8 GPUs in one pipeline stage, TP `tp` x DP 8 / tp.
+ParallelismSpec one_stage(int tp) {
+  ParallelismSpec p;
+  p.tp = tp;
+  p.pp = 1;
+  p.dp = 8 / tp;
+  return p;
+}
+
+/// A step of 8 sequences: one micro-batch per DP rank of one_stage(1).
+TrainingSpec eight_sequences() {
+  TrainingSpec t;
+  t.global_batch = 8;
+  return t;
+}
+
+/// H100 BF16 kernel costs (the coster keeps a reference to the profile, so both live here).
+const KernelCoster& h100_bf16() {
+  static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  static const KernelCoster coster(h100, "bf16");
+  return coster;
+}
+
 TEST(GemmModel, OneTileMoreThanFullWavesCostsHalfAWaveMore) {
   // H100: 132 SMs, 128 x 256 tiles. 1408 x 3072 is 11 x 12 = 132 tiles: exactly one wave. One
   // more row needs 144 tiles of 128 x 256 (2 waves) or 288 of 128 x 128 (3 half-size waves):
   // 1.5 x the time of the full wave.
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  const KernelCoster& c = h100_bf16();
   const double K = 8192;
   const Kernel full = c.gemm("full", 1408, 3072, K);
   const Kernel more = c.gemm("one more", 1409, 3072, K);
@@ -67,10 +89,9 @@ TEST(GemmModel, ReproducesTheMeasurementsItsEfficienciesCameFrom) {
 }
 
 TEST(KernelModel, LaunchFloorDominatesTinyKernels) {
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  const KernelCoster& c = h100_bf16();
   // Memory-bound kernels stream at the STREAM rate times the fitted efficiency.
-  const double rate = 2970e9 * h100.kernels.memory_bound_efficiency.value;
+  const double rate = 2970e9 * c.profile().kernels.memory_bound_efficiency.value;
   const Kernel tiny = c.memory("bias", 4096);
   EXPECT_EQ(tiny.limiter, Limiter::launch);
   EXPECT_NEAR(tiny.time_s, 2.5e-6 + 4096 / rate, 1e-15);
@@ -96,16 +117,11 @@ TEST(StepProgram, UnfusedAttentionMovesTheScoreTensors) {
   // Per layer and micro-batch, forward: fused scale-mask-softmax 4 B and dropout 5 B per score
   // element, b a / t s^2 elements (Korthikanti et al.'s 5 a s^2 b activation bytes + 4).
   const ModelSpec m = small_model();
-  ParallelismSpec p;
-  p.tp = 2;
-  p.pp = 1;
-  p.dp = 4;
-  TrainingSpec t;
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
   t.attention = "unfused";
-  t.global_batch = 8;
   const Layout layout = make_layout(m, p, t, 8);
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  const KernelCoster& c = h100_bf16();
   const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
   const double elements = 1.0 * (32 / 2) * 2048.0 * 2048.0;
   double bytes = 0;
@@ -140,11 +156,9 @@ TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
   p.pp = 1;
   p.dp = 4;
   p.recompute = "selective";
-  TrainingSpec t;
-  t.global_batch = 8;
+  TrainingSpec t = eight_sequences();
   const Layout layout = make_layout(m, p, t, 8);
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  const KernelCoster& c = h100_bf16();
   auto recomputed = [&](const ParallelismSpec& q) {
     std::vector<std::string> names;
     for (const auto& b : chunk_program(m, q, t, layout, c, 0, 0).blocks)
@@ -170,15 +184,10 @@ TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
 
 TEST(StepProgram, BackwardHasItsOwnDataAndWeightGradientGemms) {
   const ModelSpec m = small_model();
-  ParallelismSpec p;
-  p.tp = 1;
-  p.pp = 1;
-  p.dp = 8;
-  TrainingSpec t;
-  t.global_batch = 8;
+  ParallelismSpec p = one_stage(1);
+  TrainingSpec t = eight_sequences();
   const Layout layout = make_layout(m, p, t, 8);
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  const KernelCoster& c = h100_bf16();
   const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
   bool dgrad = false, wgrad = false;
   for (const auto& b : prog.blocks)
@@ -275,14 +284,9 @@ TEST(Pipeline, ScatterGatherSendsOneTpShareAndGathersItOnNvlink) {
 
 TEST(Pipeline, FullRecomputeReissuesTheForwardTpCollectives) {
   const ModelSpec m = small_model();
-  ParallelismSpec p;
-  p.tp = 2;
-  p.pp = 1;
-  p.dp = 4;
-  TrainingSpec t;
-  t.global_batch = 8;
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  const KernelCoster& c = h100_bf16();
   for (const char* recompute : {"none", "selective", "full"}) {
     p.recompute = recompute;
     const ChunkProgram prog = chunk_program(m, p, t, make_layout(m, p, t, 8), c, 0, 0);
@@ -313,14 +317,9 @@ TEST(Mla, ParametersAndScoreFlopsOfDeepSeekV3Attention) {
   // Scores: 2 T s a (192 + 128) per layer, full square.
   EXPECT_DOUBLE_EQ(m.attention_score_flops(1), m.layers * 2.0 * 4096 * 4096 * 128 * (192 + 128));
   // The flash kernel computes the causal half of that forward for its local heads.
-  ParallelismSpec p;
-  p.tp = 2;
-  p.pp = 1;
-  p.dp = 4;
-  TrainingSpec t;
-  t.global_batch = 8;
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  const KernelCoster& c = h100_bf16();
   const ChunkProgram prog = chunk_program(m, p, t, make_layout(m, p, t, 8), c, 0, 0);
   bool found = false;
   for (const auto& b : prog.blocks)
@@ -349,12 +348,10 @@ TEST(ContextParallel, RingAttentionExchangesKvBlocks) {
   p.cp = 2;
   p.pp = 1;
   p.dp = 4;
-  TrainingSpec t;
-  t.global_batch = 8;
+  const TrainingSpec t = eight_sequences();
   const Layout layout = make_layout(m, p, t, 8);
   EXPECT_EQ(layout.dp, 8);  // replicas of the stage: dp x cp
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  const KernelCoster& c = h100_bf16();
   const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
   EXPECT_DOUBLE_EQ(prog.cp_bytes, 2.0 * 4096 * 1024 * 2.0);
   EXPECT_EQ(prog.cp_exchanges, 32);
