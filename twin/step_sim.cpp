@@ -16,327 +16,17 @@
 #include "netsim/collective.hpp"
 #include "topology/fabric.hpp"
 #include "topology/placement.hpp"
+#include "twin/detail/pipeline_schedule.hpp"
 #include "workload/step_program.hpp"
 
 namespace twin::sim {
 namespace {
 
 using ChunkCost = workload::ChunkProgram;
+using detail::Contention;
+using detail::Instance;
+using detail::StageComm;
 using workload::Layout;
-
-/// Communication costs of one stage (seconds per call), from the network simulation.
-struct StageComm {
-  double tp_slot_s = 0;  ///< one TP "all-reduce" slot (AR, or AG + RS with sequence parallelism)
-  double ep_s = 0;       ///< one all-to-all
-  double p2p_s = 0;      ///< activation to the next stage
-  double cp_s = 0;       ///< one ring-attention K/V exchange step
-  double param_gather_s = 0;  ///< distributed optimizer: all-gather of the updated parameters
-  std::vector<double> dp_sync_s, fsdp_gather_s, fsdp_scatter_s, hsdp_reduce_s;  ///< per chunk
-};
-
-struct Op {
-  bool forward;
-  int chunk;
-  int micro_batch;
-  /// Megatron-Core's combined 1F1B (overlap_moe_expert_parallel_comm): this forward runs as one
-  /// node with the backward that follows it in the order, each one's EP all-to-alls beside the
-  /// other's compute.
-  bool merged_with_next = false;
-};
-
-/// Megatron's interleaved 1F1B order for one stage (v = 1: plain 1F1B). With `combined` (EP
-/// all-to-all overlap) the warm-up runs one forward more, and every steady-state forward is
-/// merged with the backward after it (Megatron-Core's combined_1f1b schedules).
-std::vector<Op> schedule(int stage, int pp, int v, int m, bool combined) {
-  const int total = m * v;
-  const int warmup = std::min(total, (pp - stage - 1) * 2 + (v - 1) * pp + (combined ? 1 : 0));
-  auto id = [&](int k, bool forward) {
-    const int chunk_in_group = (k / pp) % v;
-    const int chunk = forward ? chunk_in_group : v - 1 - chunk_in_group;
-    const int mb = (k / (pp * v)) * pp + k % pp;
-    return Op{forward, chunk, v == 1 ? k : mb};
-  };
-  std::vector<Op> ops;
-  for (int k = 0; k < warmup; ++k) ops.push_back(id(k, true));
-  for (int k = 0; k < total - warmup; ++k) {
-    ops.push_back(id(warmup + k, true));
-    ops.back().merged_with_next = combined;
-    ops.push_back(id(k, false));
-  }
-  for (int k = total - warmup; k < total; ++k) ops.push_back(id(k, false));
-  return ops;
-}
-
-struct Instance {
-  double step_s = 0;
-  int critical_stage = 0;
-  std::vector<TimelineOp> timeline;
-  std::vector<std::pair<std::string, double>> breakdown;
-};
-
-/// How much compute slows while NCCL kernels run beside it: the SMs its channels take
-/// (tensor-core kernels lose channels / SMs of their throughput) and the HBM traffic it adds
-/// (memory-bound kernels lose nccl_hbm_bytes_per_byte x comm rate / achievable HBM).
-struct Contention {
-  double sm_slowdown = 0;      ///< extra time fraction of a compute-bound kernel
-  double dp_hbm_slowdown = 0;  ///< of a memory-bound kernel beside data-parallel traffic
-  [[nodiscard]] double extra(double tensor_s, double memory_s, double window_s) const {
-    const double total = tensor_s + memory_s;
-    if (!(total > 0) || !(window_s > 0)) return 0.0;
-    const double share = std::min(1.0, window_s / total);
-    return share * (tensor_s * sm_slowdown + memory_s * dp_hbm_slowdown);
-  }
-};
-
-/// Runs the DES of all stages for one instance; `scale[s]` multiplies stage s's compute.
-Instance run_instance(const workload::ParallelismSpec& p, const workload::TrainingSpec& t,
-                      const Layout& layout, const std::vector<std::vector<ChunkCost>>& cost,
-                      const std::vector<StageComm>& comm, const std::vector<double>& optimizer_s,
-                      const std::vector<double>& scale, const Contention& contention) {
-  const int pp = layout.pp, v = layout.v, m = layout.micro_batches;
-  const bool fsdp = p.zero >= 3;
-  auto index = [&](int stage, bool fwd, int chunk, int mb) {
-    return ((static_cast<std::size_t>(stage) * 2 + (fwd ? 0 : 1)) * v + chunk) * m + mb;
-  };
-  std::vector<double> end(static_cast<std::size_t>(pp) * 2 * v * m, -1.0);
-  std::vector<std::vector<Op>> order(pp);
-  for (int s = 0; s < pp; ++s) order[s] = schedule(s, pp, v, m, t.moe_a2a_overlap);
-  std::vector<std::size_t> next(pp, 0);
-  std::vector<double> compute_free(pp, 0.0), comm_free(pp, 0.0);
-  std::vector<double> busy(pp, 0.0), compute_sum(pp, 0.0), tp_sum(pp, 0.0), ep_sum(pp, 0.0),
-      exposed(pp, 0.0);
-  std::vector<std::vector<int>> backward_done(pp, std::vector<int>(v, 0));
-  Instance out;
-  auto comm_job = [&](int s, double issue, double duration, const std::string& name) {
-    if (duration <= 0) return;
-    const double start = std::max(issue, comm_free[s]);
-    comm_free[s] = start + duration;
-    out.timeline.push_back({s, "comm", name, start, start + duration});
-  };
-
-  std::size_t remaining = static_cast<std::size_t>(pp) * 2 * v * m;
-  // When op's input is there (nullopt: its producer has not run yet), and when that input was
-  // produced (the transfer between the two is ready - produced).
-  struct Input {
-    double ready = 0, produced = 0;
-  };
-  auto input_of = [&](int s, const Op& op) -> std::optional<Input> {
-    auto after = [&](double e, double p2p) -> std::optional<Input> {
-      if (e < 0) return std::nullopt;
-      return Input{e + p2p, e};
-    };
-    if (op.forward) {
-      if (s > 0) return after(end[index(s - 1, true, op.chunk, op.micro_batch)], comm[s - 1].p2p_s);
-      if (op.chunk > 0)
-        return after(end[index(pp - 1, true, op.chunk - 1, op.micro_batch)], comm[pp - 1].p2p_s);
-      return Input{};
-    }
-    if (s < pp - 1) return after(end[index(s + 1, false, op.chunk, op.micro_batch)], comm[s].p2p_s);
-    if (op.chunk < v - 1)
-      return after(end[index(0, false, op.chunk + 1, op.micro_batch)], comm[s].p2p_s);
-    return after(end[index(s, true, op.chunk, op.micro_batch)], 0.0);  // its own forward
-  };
-
-  // What one op costs when it starts at `start`: its kernels (slowed by the communication
-  // beside them), the TP/CP collectives it waits for, its EP all-to-alls, and the data-parallel
-  // traffic issued with it.
-  struct OpTime {
-    double compute = 0, tp = 0, ep = 0, traffic = 0;
-    std::string what;
-  };
-  auto time_of = [&](int s, const Op& op, double start) {
-    OpTime o;
-    // Data-parallel traffic overlapped with this op, layer by layer: FSDP gathers (every op)
-    // and gradient reduce-scatters (backward), and on a chunk's last backward the gradient
-    // synchronization (bucketed all-reduce / reduce-scatter, HSDP cross-replica all-reduce).
-    if (fsdp) {
-      o.traffic += comm[s].fsdp_gather_s[op.chunk];
-      o.what = "FSDP all_gather";
-      if (!op.forward) {
-        o.traffic += comm[s].fsdp_scatter_s[op.chunk];
-        o.what += " + reduce_scatter";
-      }
-    }
-    if (t.overlap_grad_reduce && !op.forward && backward_done[s][op.chunk] + 1 == m) {
-      o.traffic += comm[s].dp_sync_s[op.chunk] + comm[s].hsdp_reduce_s[op.chunk];
-      if (comm[s].dp_sync_s[op.chunk] > 0)
-        o.what += o.what.empty() ? "DP grad sync" : " + DP grad sync";
-      if (comm[s].hsdp_reduce_s[op.chunk] > 0) o.what += " + HSDP all_reduce";
-    }
-    const ChunkCost& c = cost[s][op.chunk];
-    const double work = (op.forward ? c.forward_s : c.backward_s) * scale[s];
-    const double tensor = (op.forward ? c.forward_tensor_s : c.backward_tensor_s) * scale[s];
-    // Data-parallel traffic beside this op (issued with it, or still running from before).
-    const double window = o.traffic > 0 ? o.traffic : std::max(0.0, comm_free[s] - start);
-    o.compute = work + contention.extra(tensor, work - tensor, window);
-    // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs,
-    // which lose the SMs the communication kernels take while they overlap.
-    const int tp_slots = c.tp_collectives + (op.forward ? 0 : c.recompute_tp_collectives);
-    const double tp_total = tp_slots * comm[s].tp_slot_s;
-    o.tp = tp_total;
-    // Megatron-Core overlaps TP communication only with sequence parallelism (all-gather +
-    // reduce-scatter slots); all-reduces stay exposed.
-    if (t.tp_comm_overlap && p.sequence_parallel && tp_total > 0) {
-      const double each = comm[s].tp_slot_s / 2;
-      const auto ov = workload::tp_overlap(c, op.forward, each / scale[s]);
-      o.tp = ov.exposed_s * scale[s];
-      o.compute += ov.overlapped_s * scale[s] * contention.sm_slowdown;
-      if (!op.forward && c.recompute_tp_collectives > 0) {  // the recomputed forward's
-        const auto r = workload::tp_overlap(c, true, each / scale[s]);
-        o.tp += r.exposed_s * scale[s];
-        o.compute += r.overlapped_s * scale[s] * contention.sm_slowdown;
-      }
-    }
-    // Ring attention: K/V exchanges run beside the attention kernels (backward: K, V and
-    // their gradients, twice the bytes).
-    const double cp_total = c.cp_exchanges * comm[s].cp_s * (op.forward ? 1.0 : 2.0);
-    const double attention =
-        (op.forward ? c.attention_forward_s : c.attention_backward_s) * scale[s];
-    o.compute += std::min(cp_total, attention) * contention.sm_slowdown;
-    o.tp += std::max(0.0, cp_total - attention);
-    o.ep = c.ep_alltoalls * comm[s].ep_s;
-    return o;
-  };
-
-  // One node of the compute stream (an op, or a merged forward + backward) from `start`, its
-  // work lasting `work_s`, with the data-parallel traffic issued with it: returns its end.
-  auto run_node = [&](int s, double start, double work_s, double traffic, const std::string& what,
-                      int chunk) {
-    double finish = start + work_s;
-    if (traffic > 0) {
-      const double traffic_start = std::max(start, comm_free[s]);
-      comm_job(s, start, traffic, fmt::format("{} c{}", what, chunk));
-      // Without prefetching (overlap_param_gather off) FSDP waits for each gather. Otherwise
-      // the node lasts the longer of its work and that traffic, plus one layer's share of the
-      // traffic, which nothing can hide (the first gather, or the last bucket).
-      const bool serial = fsdp && !t.overlap_param_gather;
-      const double with_traffic = serial ? finish + traffic
-                                         : std::max(finish, traffic_start + traffic) +
-                                               traffic / std::max(1, layout.layers(s, chunk));
-      exposed[s] += with_traffic - finish;
-      finish = with_traffic;
-    }
-    return finish;
-  };
-  auto record = [&](int s, const Op& op, double start, double finish, const OpTime& o,
-                    double ep_exposed, const Input& in) {
-    end[index(s, op.forward, op.chunk, op.micro_batch)] = finish;
-    compute_sum[s] += o.compute;
-    tp_sum[s] += o.tp;
-    ep_sum[s] += ep_exposed;
-    out.timeline.push_back(
-        {s, "compute", fmt::format("{} c{} mb{}", op.forward ? "F" : "B", op.chunk, op.micro_batch),
-         start, finish, op.chunk, op.micro_batch, op.forward, o.compute, o.tp, ep_exposed,
-         in.ready > in.produced ? in.produced : 0.0, in.ready > in.produced ? in.ready : 0.0});
-    if (!op.forward) ++backward_done[s][op.chunk];
-    ++next[s];
-    --remaining;
-  };
-
-  while (remaining > 0) {
-    bool progress = false;
-    for (int s = 0; s < pp; ++s) {
-      while (next[s] < order[s].size()) {
-        const Op op = order[s][next[s]];
-        const auto in = input_of(s, op);
-        if (!in) break;
-        if (op.merged_with_next) {
-          // Combined 1F1B: the forward and the backward after it run as one node once both
-          // inputs are there. Each one's EP dispatch / combine all-to-alls run on the
-          // communication stream beside a compute phase of the other (which loses the SMs they
-          // take); what a phase cannot hide stays exposed (workload::combined_1f1b_exposed).
-          const Op bwd = order[s][next[s] + 1];
-          const auto bin = input_of(s, bwd);
-          if (!bin) break;
-          const double start = std::max({in->ready, bin->ready, compute_free[s]});
-          OpTime f = time_of(s, op, start);
-          OpTime b = time_of(s, bwd, start);
-          const double compute = f.compute + b.compute + f.tp + b.tp;
-          const double a2a = f.ep + b.ep;
-          const double ep_exposed =
-              std::min(a2a, workload::combined_1f1b_exposed(cost[s][op.chunk], cost[s][bwd.chunk],
-                                                            scale[s], comm[s].ep_s));
-          const double slowed = (a2a - ep_exposed) * contention.sm_slowdown;
-          const double f_part = f.compute / std::max(1e-30, f.compute + b.compute);
-          f.compute += slowed * f_part;
-          b.compute += slowed * (1 - f_part);
-          const double work = compute + slowed + ep_exposed;
-          std::string what = f.what;
-          if (!b.what.empty()) what += what.empty() ? b.what : " + " + b.what;
-          const double finish = run_node(s, start, work, f.traffic + b.traffic, what, op.chunk);
-          busy[s] += finish - start;
-          compute_free[s] = finish;
-          // Both ops end with the node (their outputs leave when it completes); the timeline
-          // shows the forward's share first.
-          const double share = (f.compute + f.tp) / std::max(1e-30, compute + slowed);
-          const double split = start + share * (finish - start);
-          const double f_ep = ep_exposed * share;
-          record(s, op, start, finish, f, f_ep, *in);
-          out.timeline.back().end_s = split;
-          record(s, bwd, split, finish, b, ep_exposed - f_ep, *bin);
-          progress = true;
-          continue;
-        }
-        const double start = std::max(in->ready, compute_free[s]);
-        const OpTime o = time_of(s, op, start);
-        const double finish =
-            run_node(s, start, o.compute + o.tp + o.ep, o.traffic, o.what, op.chunk);
-        // Non-interleaved 1F1B sends each output with a blocking send/recv (Megatron-LM's
-        // forward_backward_pipelining_without_interleaving waits on send_forward_recv_backward;
-        // DeepSpeed's PipelineEngine runs SendActivation / SendGrad as steps of its schedule):
-        // the compute stream waits while the activation or gradient crosses to the neighbour.
-        // The interleaved schedule overlaps the transfers with compute (overlap_p2p_comm).
-        double send = 0;
-        if (v == 1 && op.forward && s < pp - 1) send = comm[s].p2p_s;
-        if (v == 1 && !op.forward && s > 0) send = comm[s - 1].p2p_s;
-        compute_free[s] = finish + send;
-        busy[s] += finish - start;  // the send counts as pipeline time (bubble and p2p)
-        record(s, op, start, finish, o, o.ep, *in);
-        progress = true;
-      }
-    }
-    if (!progress) throw std::logic_error("step schedule deadlocked (pipeline dependencies)");
-  }
-
-  for (int s = 0; s < pp; ++s) {
-    if (!t.overlap_grad_reduce) {
-      // Gradient synchronization only after the last backward: nothing hides it.
-      double sync = 0;
-      for (int c = 0; c < v; ++c) sync += comm[s].dp_sync_s[c] + comm[s].hsdp_reduce_s[c];
-      comm_job(s, compute_free[s], sync, "DP grad sync (after backward)");
-    }
-    const double comm_end = std::max(compute_free[s], comm_free[s]);
-    double stage_end = comm_end + optimizer_s[s];
-    out.timeline.push_back({s, "compute", "optimizer", comm_end, stage_end});
-    // Distributed optimizer: the updated parameter shards are all-gathered; with
-    // overlap_param_gather that runs under the next step's first forwards.
-    if (!t.overlap_param_gather && comm[s].param_gather_s > 0) {
-      out.timeline.push_back(
-          {s, "comm", "DP param all_gather", stage_end, stage_end + comm[s].param_gather_s});
-      exposed[s] += comm[s].param_gather_s;
-      stage_end += comm[s].param_gather_s;
-    }
-    if (stage_end > out.step_s) {
-      out.step_s = stage_end;
-      out.critical_stage = s;
-    }
-  }
-  const int s = out.critical_stage;
-  // Idle time of the compute stream: waiting on other stages (bubble) and on activations.
-  const double idle = compute_free[s] - busy[s];
-  out.breakdown = {
-      {"compute", compute_sum[s]},
-      {"tp_comm", tp_sum[s]},
-      {"ep_comm", ep_sum[s]},
-      {"dp_comm_exposed", exposed[s] + std::max(compute_free[s], comm_free[s]) - compute_free[s]},
-      {"pipeline_bubble_and_p2p", idle},
-      {"optimizer", optimizer_s[s]}};
-  return out;
-}
-
-}  // namespace
-
-namespace {
 
 StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, bool per_rank,
                           const core::CancelToken* cancel) {
@@ -536,8 +226,8 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   if (per_rank) {
     for (int replica = 0; replica < layout.dp; ++replica) {
       core::check(cancel);
-      Instance one =
-          run_instance(p, t, layout, cost, build_comm(replica), optimizer_s, scale, overlap);
+      Instance one = detail::run_instance(p, t, layout, cost, build_comm(replica), optimizer_s,
+                                          scale, overlap);
       if (replica == 0 || one.step_s > worst.step_s) worst = std::move(one);
     }
     std::fill(r.link_bytes.begin(), r.link_bytes.end(),
@@ -547,14 +237,14 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
       build_comm(replica);
     }
   } else {
-    worst = run_instance(p, t, layout, cost, comm, optimizer_s, scale, overlap);
+    worst = detail::run_instance(p, t, layout, cost, comm, optimizer_s, scale, overlap);
   }
   if (scenario.slow_gpu >= 0) {
     if (scenario.slow_gpu >= r.gpus)
       throw core::Error("perturbations.slow_gpu.gpu", std::to_string(scenario.slow_gpu),
                         fmt::format("the cluster has {} GPUs", r.gpus), scenario.source);
     scale[scenario.slow_gpu / (layout.tp * layout.dp)] = scenario.slow_factor;
-    Instance slow = run_instance(p, t, layout, cost, comm, optimizer_s, scale, overlap);
+    Instance slow = detail::run_instance(p, t, layout, cost, comm, optimizer_s, scale, overlap);
     if (slow.step_s > worst.step_s) worst = std::move(slow);
   }
   r.step_time_s = worst.step_s;
