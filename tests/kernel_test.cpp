@@ -148,6 +148,38 @@ TEST(StepProgram, UnfusedAttentionMovesTheScoreTensors) {
   EXPECT_LT(chunk_program(m, p, t, layout, c, 0, 0).forward_s, prog.forward_s);
 }
 
+TEST(StepProgram, CrossEntropyBytesFollowItsImplementation) {
+  // The loss block of a TP 2 stage holding the output layer: T x V / tp logits per rank.
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  const double logits = 2048.0 * m.vocab / 2;
+  auto loss_bytes = [&](const TrainingSpec& s, bool forward) {
+    double bytes = 0;
+    for (const auto& b : chunk_program(m, p, s, layout, c, 0, 0).blocks)
+      if (b.label == "output layer + loss")
+        for (const auto& k : forward ? b.forward : b.backward)
+          if (k.name.find("cross-entropy") != std::string::npos) bytes += k.bytes;
+    return bytes;
+  };
+  // Fused (one pass): the bf16 logits read, the gradient written in place (6 + 4 B).
+  EXPECT_DOUBLE_EQ(loss_bytes(t, true), 6.0 * logits);
+  EXPECT_DOUBLE_EQ(loss_bytes(t, false), 4.0 * logits);
+  // Megatron's VocabParallelCrossEntropy, op by op in fp32: cast (2 + 4), max (4), subtract
+  // (4 + 4), exp (4 + 4), sum (4), divide (4 + 4) = 38 B forward.
+  t.cross_entropy = "unfused";
+  EXPECT_DOUBLE_EQ(loss_bytes(t, true), 38.0 * logits);
+  EXPECT_DOUBLE_EQ(loss_bytes(t, false), 26.0 * logits);
+  // auto follows fused_kernels; an explicit choice does not.
+  t.cross_entropy = "auto";
+  t.fused_kernels = false;
+  EXPECT_DOUBLE_EQ(loss_bytes(t, true), 38.0 * logits);
+  t.cross_entropy = "fused";
+  EXPECT_DOUBLE_EQ(loss_bytes(t, true), 6.0 * logits);
+}
+
 TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
   // Llama 3 8B shape, TP 2 with sequence parallelism, s = 2048, b = 1.
   const ModelSpec m = small_model();

@@ -311,6 +311,13 @@ void training(std::vector<Entry>& t) {
                     "FlashAttention 1, or unfused (s^2 scores in HBM)"));
   t.push_back(plain("training.fused_kernels", tr(&TrainingSpec::fused_kernels), "", kAny,
                     "Fused element-wise kernels (norms, activations, rotary, bias+dropout+add)"));
+  t.push_back(plain("training.cross_entropy", tr(&TrainingSpec::cross_entropy), "",
+                    one_of({"auto", "fused", "unfused"},
+                           "fused: one pass over the bf16 logits, unfused: fp32 softmax op by op, "
+                           "auto: as training.fused_kernels"),
+                    "Loss over the vocabulary: fused (one pass, Transformer Engine / apex "
+                    "xentropy), unfused (fp32 logits softmaxed op by op, Megatron's "
+                    "VocabParallelCrossEntropy), auto: fused when training.fused_kernels"));
   t.push_back(plain("training.tp_comm_overlap", tr(&TrainingSpec::tp_comm_overlap), "", kAny,
                     "Overlap TP communication with GEMMs (Megatron-Core)"));
   t.push_back(plain("training.overlap_grad_reduce", tr(&TrainingSpec::overlap_grad_reduce), "",

@@ -28,10 +28,14 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
                        p.stage_layers_auto ? " (auto: balanced with embedding and loss)" : "");
   const auto& t = s.training;
   out += fmt::format(
-      "software     {} attention, {} kernels, TP overlap {}, grad-reduce overlap {}, "
+      "software     {} attention, {} kernels{}, TP overlap {}, grad-reduce overlap {}, "
       "param-gather overlap {}{}, {}\n",
-      t.attention, t.fused_kernels ? "fused" : "unfused", t.tp_comm_overlap ? "on" : "off",
-      t.overlap_grad_reduce ? "on" : "off", t.overlap_param_gather ? "on" : "off",
+      t.attention, t.fused_kernels ? "fused" : "unfused",
+      t.fused_cross_entropy() == t.fused_kernels
+          ? ""
+          : fmt::format(" ({} cross-entropy)", t.fused_cross_entropy() ? "fused" : "unfused"),
+      t.tp_comm_overlap ? "on" : "off", t.overlap_grad_reduce ? "on" : "off",
+      t.overlap_param_gather ? "on" : "off",
       p.ep > 1 ? fmt::format(", EP all-to-all overlap {}", t.moe_a2a_overlap ? "on" : "off") : "",
       t.precision);
   out += fmt::format(

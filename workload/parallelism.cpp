@@ -283,6 +283,9 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
     throw core::Error("training.attention", t.attention,
                       "must be flash (the GPU's current flash kernels), flash2 "
                       "(FlashAttention-2), flash1 (FlashAttention 1) or unfused");
+  if (t.cross_entropy != "auto" && t.cross_entropy != "fused" && t.cross_entropy != "unfused")
+    throw core::Error("training.cross_entropy", t.cross_entropy,
+                      "must be auto, fused (one pass over the logits) or unfused (fp32 op by op)");
   if (!(t.tokens > 0))
     throw core::Error("training.tokens", fmt::format("{}", t.tokens), "must be positive");
   Layout l;

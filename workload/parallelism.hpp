@@ -83,6 +83,15 @@ struct TrainingSpec {
   /// parameter all-gather with the next forward).
   std::string attention = "flash";
   bool fused_kernels = true;
+  /// The loss over the vocabulary: "fused" (one pass over the bf16 logits that writes the
+  /// gradient in place: Transformer Engine's parallel_cross_entropy, apex / flash-attn
+  /// xentropy), "unfused" (the logits cast to fp32 and softmaxed op by op, the fp32 softmax kept
+  /// for backward: Megatron's VocabParallelCrossEntropy, eager PyTorch), or "auto" (fused when
+  /// fused_kernels is on).
+  std::string cross_entropy = "auto";
+  [[nodiscard]] bool fused_cross_entropy() const {
+    return cross_entropy == "fused" || (cross_entropy == "auto" && fused_kernels);
+  }
   bool tp_comm_overlap = true;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;

@@ -319,7 +319,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     // Transformer Engine's FP8 recipe keeps the output layer in BF16.
     bb.gemm("logits", x.T, model.vocab / x.tp, x.h, 1, false, false, true);
     const double logits = x.T * model.vocab / x.tp;
-    if (fused)
+    if (t.fused_cross_entropy())
       bb.memory("fused cross-entropy", logits * 6, logits * 4, 1);
     else
       bb.memory("cross-entropy (fp32)", logits * 38, logits * 26, 6);
