@@ -98,8 +98,11 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   // What one op costs when it starts at `start`: its kernels (slowed by the communication
   // beside them), the TP/CP collectives it waits for, its EP all-to-alls, and the data-parallel
   // traffic issued with it.
+  // traffic: the FSDP gathers and reduce-scatters the op waits for (prefetched one layer ahead);
+  // background: the gradient synchronization issued on a chunk's last backward, which runs on
+  // the communication stream while the op's output already leaves for the next stage.
   struct OpTime {
-    double compute = 0, tp = 0, ep = 0, traffic = 0;
+    double compute = 0, tp = 0, ep = 0, traffic = 0, background = 0;
     std::string what;
   };
   auto time_of = [&](int s, const Op& op, double start) {
@@ -116,7 +119,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
       }
     }
     if (t.overlap_grad_reduce && !op.forward && backward_done[s][op.chunk] + 1 == m) {
-      o.traffic += comm[s].dp_sync_s[op.chunk] + comm[s].hsdp_reduce_s[op.chunk];
+      o.background = comm[s].dp_sync_s[op.chunk] + comm[s].hsdp_reduce_s[op.chunk];
       if (comm[s].dp_sync_s[op.chunk] > 0)
         o.what += o.what.empty() ? "DP grad sync" : " + DP grad sync";
       if (comm[s].hsdp_reduce_s[op.chunk] > 0) o.what += " + HSDP all_reduce";
@@ -125,7 +128,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     const double work = (op.forward ? c.forward_s : c.backward_s) * scale[s];
     const double tensor = (op.forward ? c.forward_tensor_s : c.backward_tensor_s) * scale[s];
     // Data-parallel traffic beside this op (issued with it, or still running from before).
-    const double window = o.traffic > 0 ? o.traffic : std::max(0.0, comm_free[s] - start);
+    const double issued = o.traffic + o.background;
+    const double window = issued > 0 ? issued : std::max(0.0, comm_free[s] - start);
     o.compute = work + contention.extra(tensor, work - tensor, window);
     // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs,
     // which lose the SMs the communication kernels take while they overlap.
@@ -158,9 +162,10 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
 
   // One node of the compute stream (an op, or a merged forward + backward) from `start`, its
   // work lasting `work_s`, with the data-parallel traffic issued with it: returns its end.
-  auto run_node = [&](int s, double start, double work_s, double traffic, const std::string& what,
-                      int chunk) {
+  auto run_node = [&](int s, double start, double work_s, double traffic, double background,
+                      const std::string& what, int chunk) {
     double finish = start + work_s;
+    const double layers = std::max(1, layout.layers(s, chunk));
     if (traffic > 0) {
       const double traffic_start = std::max(start, comm_free[s]);
       comm_job(s, start, traffic, fmt::format("{} c{}", what, chunk));
@@ -168,11 +173,19 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
       // the node lasts the longer of its work and that traffic, plus one layer's share of the
       // traffic, which nothing can hide (the first gather, or the last bucket).
       const bool serial = fsdp && !t.overlap_param_gather;
-      const double with_traffic = serial ? finish + traffic
-                                         : std::max(finish, traffic_start + traffic) +
-                                               traffic / std::max(1, layout.layers(s, chunk));
+      const double with_traffic =
+          serial ? finish + traffic : std::max(finish, traffic_start + traffic) + traffic / layers;
       exposed[s] += with_traffic - finish;
       finish = with_traffic;
+    }
+    if (background > 0) {
+      // Buckets leave as the backward fills them; the last one only once the op's last layer
+      // is done. Nothing on the compute stream waits for them: the step's end does.
+      comm_job(s, start, background, fmt::format("{} c{}", what, chunk));
+      if (finish + background / layers > comm_free[s]) {
+        out.timeline.back().end_s = finish + background / layers;
+        comm_free[s] = finish + background / layers;
+      }
     }
     return finish;
   };
@@ -221,7 +234,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           const double work = compute + slowed + ep_exposed;
           std::string what = f.what;
           if (!b.what.empty()) what += what.empty() ? b.what : " + " + b.what;
-          const double finish = run_node(s, start, work, f.traffic + b.traffic, what, op.chunk);
+          const double finish = run_node(s, start, work, f.traffic + b.traffic,
+                                         f.background + b.background, what, op.chunk);
           busy[s] += finish - start;
           compute_free[s] = finish;
           // Both ops end with the node (their outputs leave when it completes); the timeline
@@ -238,7 +252,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
         const double start = std::max(in->ready, compute_free[s]);
         const OpTime o = time_of(s, op, start);
         const double finish =
-            run_node(s, start, o.compute + o.tp + o.ep, o.traffic, o.what, op.chunk);
+            run_node(s, start, o.compute + o.tp + o.ep, o.traffic, o.background, o.what, op.chunk);
         // Non-interleaved 1F1B sends each output with a blocking send/recv (Megatron-LM's
         // forward_backward_pipelining_without_interleaving waits on send_forward_recv_backward;
         // DeepSpeed's PipelineEngine runs SendActivation / SendGrad as steps of its schedule):
