@@ -180,6 +180,20 @@ TEST(StepProgram, CrossEntropyBytesFollowItsImplementation) {
   EXPECT_DOUBLE_EQ(loss_bytes(t, true), 6.0 * logits);
 }
 
+TEST(StepProgram, Fp16RunsAtTheBf16RateAndUnscalesItsGradients) {
+  // FP16 and BF16 share the tensor-core rate; dynamic loss scaling adds one read and write of
+  // each fp32 gradient (8 B per parameter) before clipping and Adam.
+  const calibrate::Profile& h100 = h100_bf16().profile();
+  const KernelCoster fp16(h100, "fp16");
+  EXPECT_DOUBLE_EQ(fp16.gemm("g", 4096, 4096, 4096).time_s,
+                   h100_bf16().gemm("g", 4096, 4096, 4096).time_s);
+  const OptimizerProgram plain = optimizer_program(1e9, 1e9, fp16);
+  const OptimizerProgram scaled = optimizer_program(1e9, 1e9, fp16, true);
+  ASSERT_EQ(scaled.kernels.size(), plain.kernels.size() + 1);
+  EXPECT_DOUBLE_EQ(scaled.kernels.front().bytes, 8.0e9);
+  EXPECT_DOUBLE_EQ(scaled.seconds - plain.seconds, scaled.kernels.front().time_s);
+}
+
 TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
   // Llama 3 8B shape, TP 2 with sequence parallelism, s = 2048, b = 1.
   const ModelSpec m = small_model();

@@ -108,8 +108,8 @@ TEST(Schema, SetIsCheckedAgainstTheTableBeforeTheFileIsRead) {
   EXPECT_EQ(e.file(), "--set");
   EXPECT_EQ(e.field(), "fabric.tiers");
   EXPECT_EQ(e.reason(), "must be between 2 and 3");
-  e = error_of([] { load_scenario("", {"training.precision=fp16"}); });
-  EXPECT_EQ(e.reason(), "must be one of 'bf16', 'fp8' (did you mean 'bf16'?)");
+  e = error_of([] { load_scenario("", {"training.precision=fp32"}); });
+  EXPECT_EQ(e.reason(), "must be one of 'bf16', 'fp16', 'fp8' (did you mean 'fp16'?)");
   e = error_of([] { load_scenario("", {"failures.weibull_shape=0"}); });
   EXPECT_EQ(e.reason(), "must be positive (1: exponential; < 1: infant mortality)");
   e = error_of([] { load_scenario("", {"cluster.nodes=0"}); });

@@ -301,8 +301,10 @@ void training(std::vector<Entry>& t) {
     return std::nullopt;
   };
   t.push_back(std::move(tokens));
-  t.push_back(plain("training.precision", tr(&TrainingSpec::precision), "", one_of({"bf16", "fp8"}),
-                    "GEMM precision (fp8: Transformer Engine)"));
+  t.push_back(plain("training.precision", tr(&TrainingSpec::precision), "",
+                    one_of({"bf16", "fp16", "fp8"}),
+                    "GEMM precision (fp16: the BF16 tensor-core rate plus dynamic loss scaling; "
+                    "fp8: Transformer Engine)"));
   t.push_back(plain("training.attention", tr(&TrainingSpec::attention), "",
                     one_of({"flash", "flash2", "flash1", "unfused"},
                            "flash: the GPU's current flash kernels, flash2: FlashAttention-2, "

@@ -11,7 +11,8 @@
 ///                         as NeMo and Megatron report "Model TFLOP/s/GPU"
 ///   tokens_per_s_per_gpu  global batch x sequence length / step time / GPUs
 ///   step_time_s           the step time
-///   mfu                   tflops_per_gpu / the profile's dense peak for the precision
+///   mfu                   tflops_per_gpu / the profile's BF16 dense peak (how NeMo and
+///                         Megatron report FP8 runs; FP16's peak is the same)
 ///   time_to_train_days    training.tokens / tokens per step x step time / 86,400 (steps only:
 ///                         no failures, restarts or evaluation)
 ///

@@ -276,8 +276,8 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
     throw core::Error(core::Error::Kind::does_not_fit, "training.global_batch",
                       fmt::format("{}", t.global_batch),
                       "interleaved 1F1B needs the micro-batch count to be a multiple of pp");
-  if (t.precision != "bf16" && t.precision != "fp8")
-    throw core::Error("training.precision", t.precision, "must be bf16 or fp8");
+  if (t.precision != "bf16" && t.precision != "fp16" && t.precision != "fp8")
+    throw core::Error("training.precision", t.precision, "must be bf16, fp16 or fp8");
   if (t.attention != "flash" && t.attention != "flash2" && t.attention != "flash1" &&
       t.attention != "unfused")
     throw core::Error("training.attention", t.attention,

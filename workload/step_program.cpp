@@ -386,9 +386,14 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
 }
 
 OptimizerProgram optimizer_program(double local_params, double grad_params,
-                                   const KernelCoster& coster) {
+                                   const KernelCoster& coster, bool loss_scaling) {
   OptimizerProgram o;
   o.local_params = local_params;
+  // Dynamic loss scaling (Megatron's _unscale_main_grads_and_check_for_nan, PyTorch's
+  // GradScaler): one fused pass reads and rewrites each fp32 gradient. The found-inf flag's
+  // all-reduce is a few bytes and is not costed.
+  if (loss_scaling)
+    o.kernels.push_back(coster.memory("unscale + inf/NaN check (loss scaling)", 8.0 * grad_params));
   o.kernels.push_back(coster.memory("grad norm (clipping)", 4.0 * grad_params));
   o.kernels.push_back(coster.memory("grad scale (clipping)", 8.0 * grad_params));
   o.kernels.push_back(coster.memory("adam (fp32 master, m, v)", 30.0 * local_params));
@@ -439,7 +444,7 @@ StepProgram step_program(const ModelSpec& model, const ParallelismSpec& p, const
     const double sharded = params / (p.zero >= 1 ? layout.shard_group : 1);
     // Megatron's distributed optimizer clips the gradient shard it owns.
     const double grads = params / (p.zero >= 1 ? layout.shard_group : 1);
-    prog.optimizer.push_back(optimizer_program(sharded, grads, coster));
+    prog.optimizer.push_back(optimizer_program(sharded, grads, coster, t.precision == "fp16"));
   }
   return prog;
 }

@@ -121,9 +121,10 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
                            const Layout& layout, const KernelCoster& coster, int stage, int chunk);
 
 /// Adam over `local_params`, gradient clipping over `grad_params` (the fp32 gradients this GPU
-/// clips: its shard with a distributed optimizer).
+/// clips: its shard with a distributed optimizer). `loss_scaling` (FP16 training): the gradients
+/// are first unscaled and checked for inf/NaN, one more read and write of each.
 OptimizerProgram optimizer_program(double local_params, double grad_params,
-                                   const KernelCoster& coster);
+                                   const KernelCoster& coster, bool loss_scaling = false);
 
 /// TP communication left exposed per micro-batch when each TP collective of sequence
 /// parallelism (an all-gather or reduce-scatter, `collective_s` each) runs beside the GEMM it
