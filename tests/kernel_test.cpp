@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "calibrate/profile.hpp"
@@ -191,7 +192,36 @@ TEST(StepProgram, Fp16RunsAtTheBf16RateAndUnscalesItsGradients) {
   const OptimizerProgram scaled = optimizer_program(1e9, 1e9, fp16, true);
   ASSERT_EQ(scaled.kernels.size(), plain.kernels.size() + 1);
   EXPECT_DOUBLE_EQ(scaled.kernels.front().bytes, 8.0e9);
-  EXPECT_DOUBLE_EQ(scaled.seconds - plain.seconds, scaled.kernels.front().time_s);
+  EXPECT_NEAR(scaled.seconds - plain.seconds, scaled.kernels.front().time_s, 1e-12);
+}
+
+TEST(StepProgram, Fp32WeightsUnderAutocastAreCastWhereUsed) {
+  // FSDP gathering fp32 weights (param_dtype unset): autocast casts each weight to bf16 where a
+  // GEMM uses it (read 4 + write 2 bytes per weight) and backward casts its gradient back to
+  // fp32 (read 2 + write 4). The attention-score GEMMs have no weights; bf16 gathers cast nothing.
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(1);
+  TrainingSpec t = eight_sequences();
+  t.attention = "unfused";
+  const Layout layout = make_layout(m, p, t, 8);
+  auto casts = [&](const TrainingSpec& s, bool forward) {
+    std::map<std::string, double> bytes;
+    for (const auto& b : chunk_program(m, p, s, layout, h100_bf16(), 0, 0).blocks)
+      if (b.label == "dense layer")
+        for (const auto& k : forward ? b.forward : b.backward)
+          if (k.name.find("cast") != std::string::npos) bytes[k.name] = k.bytes;
+    return bytes;
+  };
+  EXPECT_TRUE(casts(t, true).empty());
+  t.param_gather_dtype = "fp32";
+  const auto fwd = casts(t, true);
+  const double qkv_weights = static_cast<double>(m.hidden) * (m.q_width() + 2 * m.kv_width());
+  EXPECT_DOUBLE_EQ(fwd.at("qkv weight cast (autocast)"), 6.0 * qkv_weights);
+  EXPECT_DOUBLE_EQ(casts(t, false).at("qkv weight grad cast"), 6.0 * qkv_weights);
+  EXPECT_EQ(fwd.count("attention QK^T weight cast (autocast)"), 0u);
+  EXPECT_EQ(fwd.count("attention AV weight cast (autocast)"), 0u);
+  // One cast per weight matrix of the layer: qkv, proj, fc1, fc2.
+  EXPECT_EQ(fwd.size(), 4u);
 }
 
 TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {

@@ -335,7 +335,8 @@ void training(std::vector<Entry>& t) {
   t.push_back(plain("training.param_gather_dtype", tr(&TrainingSpec::param_gather_dtype), "",
                     one_of({"bf16", "fp32"}),
                     "Parameters all-gathered by FSDP / ZeRO in bf16 or fp32 (FSDP param_dtype "
-                    "unset): fp32 doubles the gather traffic"));
+                    "unset): fp32 doubles the gather traffic, and autocast casts each weight to "
+                    "16 bits where a GEMM uses it (and its gradient back)"));
   t.push_back(plain("training.grad_reduce_dtype", tr(&TrainingSpec::grad_reduce_dtype), "",
                     one_of({"bf16", "fp32"}),
                     "Gradients reduced and kept in bf16 or fp32 (FSDP reduce_dtype, Megatron "

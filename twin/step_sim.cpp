@@ -169,8 +169,8 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
       for (int c = 0; c < v; ++c) {
         const ChunkCost& cc = cost[s][c];
         // Parameters are gathered in training.param_gather_dtype; gradients travel in
-        // training.grad_reduce_dtype. The casts around an fp32 gather or reduction (one read and
-        // write per parameter) are not costed.
+        // training.grad_reduce_dtype. The step program costs autocast's casts of fp32 weights
+        // where the GEMMs use them; the cast around an fp32 reduction is not costed.
         const double dense_params = cc.params - cc.expert_params;
         const double g = t.grad_bytes();
         const double gathered = t.param_gather_bytes() * cc.params;

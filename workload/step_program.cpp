@@ -12,7 +12,10 @@ namespace {
 /// Builds one block's kernels; the bytes and pass counts are the header's.
 class BlockBuilder {
  public:
-  BlockBuilder(const KernelCoster& coster, bool fused) : c_(coster), fused_(fused) {}
+  /// `autocast`: the weights are fp32 (FSDP gathers them unsharded in fp32, mixed precision's
+  /// param_dtype unset) and torch.autocast casts each one to 16 bits where a GEMM uses it.
+  BlockBuilder(const KernelCoster& coster, bool fused, bool autocast = false)
+      : c_(coster), fused_(fused), autocast_(autocast) {}
 
   BlockProgram block;
 
@@ -21,9 +24,24 @@ class BlockBuilder {
   /// recipe) the input is cast to FP8 with a transposed copy for the weight gradient (read 2,
   /// write 1 + 1 bytes per element) unless a fused norm or activation already wrote it
   /// (`cast_fused`), and backward casts the output gradient the same way. Weights are cast
-  /// once per step (cached across micro-batches), which is left out.
+  /// once per step (cached across micro-batches), which is left out. Under autocast with fp32
+  /// weights (`autocast_`), each use casts the n x k weights to 16 bits (read 4, write 2 bytes
+  /// each; the recomputed forward casts again) and backward casts their gradient back to fp32
+  /// (read 2, write 4).
   double gemm(const std::string& name, double m, double n, double k, double batch = 1,
               bool recompute = false, bool cast_fused = false, bool bf16 = false) {
+    if (autocast_) {
+      Kernel cast = c_.memory(name + " weight cast (autocast)", 6.0 * n * k * batch);
+      if (recompute) block.recompute.push_back(cast);
+      block.forward.push_back(std::move(cast));
+      block.backward.push_back(c_.memory(name + " weight grad cast", 6.0 * n * k * batch));
+    }
+    return weightless_gemm(name, m, n, k, batch, recompute, cast_fused, bf16);
+  }
+  /// A GEMM of two activations (the attention scores and their product with the values): as
+  /// gemm() without weights to cast.
+  double weightless_gemm(const std::string& name, double m, double n, double k, double batch = 1,
+                         bool recompute = false, bool cast_fused = false, bool bf16 = false) {
     const bool fp8 = c_.fp8() && !bf16;
     if (fp8 && !(cast_fused && fused_)) {
       Kernel cast = c_.memory(name + " input fp8 cast-transpose", 4.0 * m * k * batch);
@@ -79,6 +97,7 @@ class BlockBuilder {
 
   const KernelCoster& c_;
   bool fused_;
+  bool autocast_;
 
  private:
   double last_dgrad_s_ = 0;
@@ -185,7 +204,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   } else {
     const double scores = bh * x.s_local * x.s;  // elements of the s x s score tensor
     const auto before_f = bb.block.forward.size(), before_b = bb.block.backward.size();
-    bb.gemm("attention QK^T", x.s_local, x.s, x.head_dim, bh, selective);
+    bb.weightless_gemm("attention QK^T", x.s_local, x.s, x.head_dim, bh, selective);
     // Fused: scale-mask-softmax (4 B) + dropout (5 B); unfused: scale, mask, softmax (4 B each)
     // and dropout (5 B). Backward 11 B fused, 19 B unfused.
     if (bb.fused_) {
@@ -195,7 +214,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
       bb.memory("scale, mask, softmax", scores * 12, scores * 14, 3, selective);
       bb.memory("attention dropout", scores * 5, scores * 5, 1, selective);
     }
-    bb.gemm("attention AV", x.s_local, x.v_dim, x.s, bh, selective);
+    bb.weightless_gemm("attention AV", x.s_local, x.v_dim, x.s, bh, selective);
     for (auto i = before_f; i < bb.block.forward.size(); ++i) attn_f += bb.block.forward[i].time_s;
     for (auto i = before_b; i < bb.block.backward.size(); ++i)
       attn_b += bb.block.backward[i].time_s;
@@ -272,9 +291,11 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
   c.first_layer = layout.first_layer(stage, chunk);
   c.layers = layout.layers(stage, chunk);
   const bool fused = t.fused_kernels;
+  // fp32 weights under autocast: FSDP's fp32 gather (Transformer Engine's FP8 casts its own).
+  const bool autocast = t.param_gather_dtype == "fp32" && !coster.fp8();
 
   if (stage == 0 && chunk == 0) {
-    BlockBuilder bb(coster, fused);
+    BlockBuilder bb(coster, fused, autocast);
     bb.block.label = "embedding";
     bb.block.count = 1;
     bb.memory("embedding lookup", 4.0 * x.T * x.h, 10.0 * x.T * x.h, 1);
@@ -287,7 +308,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
   for (int kind = 0; kind < 2; ++kind) {
     const int count = kind == 0 ? dense : moe;
     if (count == 0) continue;
-    BlockBuilder bb(coster, fused);
+    BlockBuilder bb(coster, fused, autocast);
     bb.block.label = kind == 0 ? "dense layer" : "MoE layer";
     bb.block.count = count;
     attention_block(bb, x, model, p, t, p.cp);
@@ -312,7 +333,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     c.blocks.push_back(std::move(bb.block));
   }
   if (stage == layout.pp - 1 && chunk == layout.v - 1) {
-    BlockBuilder bb(coster, fused);
+    BlockBuilder bb(coster, fused, autocast);
     bb.block.label = "output layer + loss";
     bb.block.count = 1;
     bb.elementwise("final norm", x.Tsp * x.h, 2, 5, 3);
