@@ -114,6 +114,16 @@ ModelSpec small_model() {
   return m;
 }
 
+/// The forward or backward kernels of the program's block labelled `label` ("dense layer",
+/// "output layer + loss").
+std::vector<Kernel> block_kernels(const ChunkProgram& prog, const std::string& label,
+                                  bool forward = true) {
+  for (const auto& b : prog.blocks)
+    if (b.label == label) return forward ? b.forward : b.backward;
+  ADD_FAILURE() << "no block " << label;
+  return {};
+}
+
 TEST(StepProgram, UnfusedAttentionMovesTheScoreTensors) {
   // Per layer and micro-batch, forward: fused scale-mask-softmax 4 B and dropout 5 B per score
   // element, b a / t s^2 elements (Korthikanti et al.'s 5 a s^2 b activation bytes + 4).
@@ -126,21 +136,17 @@ TEST(StepProgram, UnfusedAttentionMovesTheScoreTensors) {
   const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
   const double elements = 1.0 * (32 / 2) * 2048.0 * 2048.0;
   double bytes = 0;
-  for (const auto& b : prog.blocks)
-    if (b.label == "dense layer")
-      for (const auto& k : b.forward)
-        if (k.name == "scale-mask-softmax" || k.name == "attention dropout") bytes += k.bytes;
+  for (const auto& k : block_kernels(prog, "dense layer"))
+    if (k.name == "scale-mask-softmax" || k.name == "attention dropout") bytes += k.bytes;
   EXPECT_DOUBLE_EQ(bytes, 9.0 * elements);
   // Unfused PyTorch ops: scale, mask, softmax and dropout, 17 B per element.
   t.fused_kernels = false;
   const ChunkProgram slow = chunk_program(m, p, t, layout, c, 0, 0);
   double unfused = 0;
-  for (const auto& b : slow.blocks)
-    if (b.label == "dense layer")
-      for (const auto& k : b.forward)
-        if (k.name.find("softmax") != std::string::npos ||
-            k.name.find("attention dropout") != std::string::npos)
-          unfused += k.bytes;
+  for (const auto& k : block_kernels(slow, "dense layer"))
+    if (k.name.find("softmax") != std::string::npos ||
+        k.name.find("attention dropout") != std::string::npos)
+      unfused += k.bytes;
   EXPECT_DOUBLE_EQ(unfused, 17.0 * elements);
   EXPECT_GT(slow.forward_s, prog.forward_s);
   // Flash attention is faster than either.
@@ -159,10 +165,9 @@ TEST(StepProgram, CrossEntropyBytesFollowItsImplementation) {
   const double logits = 2048.0 * m.vocab / 2;
   auto loss_bytes = [&](const TrainingSpec& s, bool forward) {
     double bytes = 0;
-    for (const auto& b : chunk_program(m, p, s, layout, c, 0, 0).blocks)
-      if (b.label == "output layer + loss")
-        for (const auto& k : forward ? b.forward : b.backward)
-          if (k.name.find("cross-entropy") != std::string::npos) bytes += k.bytes;
+    const ChunkProgram prog = chunk_program(m, p, s, layout, c, 0, 0);
+    for (const auto& k : block_kernels(prog, "output layer + loss", forward))
+      if (k.name.find("cross-entropy") != std::string::npos) bytes += k.bytes;
     return bytes;
   };
   // Fused (one pass): the bf16 logits read, the gradient written in place (6 + 4 B).
@@ -206,10 +211,9 @@ TEST(StepProgram, Fp32WeightsUnderAutocastAreCastWhereUsed) {
   const Layout layout = make_layout(m, p, t, 8);
   auto casts = [&](const TrainingSpec& s, bool forward) {
     std::map<std::string, double> bytes;
-    for (const auto& b : chunk_program(m, p, s, layout, h100_bf16(), 0, 0).blocks)
-      if (b.label == "dense layer")
-        for (const auto& k : forward ? b.forward : b.backward)
-          if (k.name.find("cast") != std::string::npos) bytes[k.name] = k.bytes;
+    const ChunkProgram prog = chunk_program(m, p, s, layout, h100_bf16(), 0, 0);
+    for (const auto& k : block_kernels(prog, "dense layer", forward))
+      if (k.name.find("cast") != std::string::npos) bytes[k.name] = k.bytes;
     return bytes;
   };
   EXPECT_TRUE(casts(t, true).empty());
