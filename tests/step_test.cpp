@@ -107,11 +107,11 @@ TEST(Step, GradientSyncOfAChunkDoesNotHoldUpThePipeline) {
   const StepReport alone = simulate_step(job(1));
   const StepReport synced = simulate_step(job(4));
   const double per_micro_batch = breakdown(alone, "compute") / 8;
-  // Within a quarter of a micro-batch: the syncs still slow the compute beside them (SM and HBM
+  // Within half a micro-batch: the syncs still slow the compute beside them (SM and HBM
   // contention), which the other stages wait for. Holding each backward until its chunk's sync
-  // is done would add pp x the sync per chunk (about 3 s here).
+  // is done would add pp x the sync per chunk (about 3 s, 14 micro-batches, here).
   EXPECT_NEAR(breakdown(synced, "pipeline_bubble_and_p2p"),
-              breakdown(alone, "pipeline_bubble_and_p2p"), 0.25 * per_micro_batch);
+              breakdown(alone, "pipeline_bubble_and_p2p"), 0.5 * per_micro_batch);
   EXPECT_GT(breakdown(synced, "dp_comm_exposed"), 0.0);
 }
 
