@@ -62,8 +62,20 @@ double AttentionTable::tflops(bool forward, double head_dim, double seq_len) con
   const auto& table = forward ? fwd_tflops : bwd_tflops;
   const auto [i, wi] = bracket(head_dims, head_dim, false);
   const auto [j, wj] = bracket(seq_lens, seq_len, true);
+  const std::size_t last = seq_lens.size() - 1;
+  // Beyond the longest measured length: R(s) = R_inf s / (s + s0) through the row's last two
+  // points (s1, r1), (s2, r2), i.e. s0 = (r2 - r1) / (r1 / s1 - r2 / s2).
+  auto growth = [&](std::size_t row) {
+    if (seq_len <= seq_lens.back() || last == 0) return 1.0;
+    const double s1 = seq_lens[last - 1], s2 = seq_lens[last];
+    const double r1 = table[row][last - 1], r2 = table[row][last];
+    if (!(r2 > r1) || !(r1 / s1 > r2 / s2)) return 1.0;
+    const double s0 = (r2 - r1) / (r1 / s1 - r2 / s2);
+    return (seq_len / (seq_len + s0)) / (s2 / (s2 + s0));
+  };
   auto at = [&](std::size_t a, std::size_t b) {
-    return table[std::min(a, table.size() - 1)][std::min(b, table[0].size() - 1)];
+    const std::size_t row = std::min(a, table.size() - 1);
+    return table[row][std::min(b, last)] * (b >= last ? growth(row) : 1.0);
   };
   const double lo = (1 - wj) * at(i, j) + wj * at(i, j + 1);
   const double hi = (1 - wj) * at(i + 1, j) + wj * at(i + 1, j + 1);

@@ -46,7 +46,10 @@ struct AttentionTable {
   std::vector<std::vector<double>> fwd_tflops, bwd_tflops;  ///< [head_dim][seq_len]
 
   /// Throughput at (head_dim, seq_len): linear in head dim and in log(seq len) between grid
-  /// points, clamped at the edges of the grid.
+  /// points, clamped at the head-dim edges and below the shortest length. Beyond the longest
+  /// length each row follows R(s) = R_inf s / (s + s0), through its last two points: work grows
+  /// as s^2 and the per-row overheads (softmax rescaling, the diagonal tiles of causal masking,
+  /// epilogues) as s, so the rate approaches R_inf. A row that stops rising stays flat.
   [[nodiscard]] double tflops(bool forward, double head_dim, double seq_len) const;
 };
 
