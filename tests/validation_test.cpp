@@ -190,6 +190,12 @@ TEST_F(ValidationDir, ErrorsPerRunAndPerFamilyByHand) {
   EXPECT_EQ(r.families[1].runs, 2);
   EXPECT_NEAR(r.families[1].median_abs_error_pct, 37.5, 1e-9);
   EXPECT_NEAR(r.families[1].max_abs_error_pct, 50.0, 1e-9);
+  // The bar's counts: runs within 5 % and within 12 % (megatron's one run is exact; fsdp's two
+  // are 25 % and 50 % off).
+  EXPECT_EQ(r.families[0].within_5, 1);
+  EXPECT_EQ(r.families[0].within_12, 1);
+  EXPECT_EQ(r.families[1].within_5, 0);
+  EXPECT_EQ(r.families[1].within_12, 0);
 
   // Nothing is fitted: leave-one-family-out is the in-sample result, and the output says so.
   EXPECT_TRUE(r.lofo_equals_in_sample);

@@ -81,6 +81,10 @@ FamilySummary summary_of(const std::string& label, const std::vector<ValidationR
       ++f.failed;
   }
   f.runs = static_cast<int>(errors.size());
+  f.within_5 = static_cast<int>(
+      std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 5.0; }));
+  f.within_12 = static_cast<int>(
+      std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 12.0; }));
   f.median_abs_error_pct = core::median(errors);
   f.max_abs_error_pct = errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end());
   return f;
@@ -91,19 +95,21 @@ nlohmann::ordered_json families_json(const std::vector<FamilySummary>& families)
   for (const auto& f : families)
     j[f.family] = {{"median_abs_error_pct", f.median_abs_error_pct},
                    {"max_abs_error_pct", f.max_abs_error_pct},
-                   {"runs", f.runs}};
+                   {"runs", f.runs},
+                   {"within_5_pct", f.within_5},
+                   {"within_12_pct", f.within_12}};
   return j;
 }
 
 std::string summary_table(const std::vector<FamilySummary>& rows, const char* what = "family") {
   std::size_t width = 10;
   for (const auto& f : rows) width = std::max(width, f.family.size() + 2);
-  std::string out = fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}\n", what, width, "runs", "failed",
-                                "median |error| %", "max |error| %");
+  std::string out = fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}{:>10}{:>10}\n", what, width, "runs",
+                                "failed", "median |error| %", "max |error| %", "<= 5 %", "<= 12 %");
   for (const auto& f : rows)
-    out +=
-        fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}\n", f.family, width, f.runs, f.failed,
-                    percent(f.runs, f.median_abs_error_pct), percent(f.runs, f.max_abs_error_pct));
+    out += fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}{:>10}{:>10}\n", f.family, width, f.runs,
+                       f.failed, percent(f.runs, f.median_abs_error_pct),
+                       percent(f.runs, f.max_abs_error_pct), f.within_5, f.within_12);
   return out;
 }
 
@@ -298,13 +304,14 @@ std::string validation_text(const ValidationReport& r) {
 std::string validation_markdown(const ValidationReport& r) {
   auto table = [](const std::vector<FamilySummary>& rows, const char* what) {
     std::string out = fmt::format(
-        "| {} | runs | did not simulate | median \\|error\\| % | max \\|error\\| % |\n"
-        "|---|---:|---:|---:|---:|\n",
+        "| {} | runs | did not simulate | median \\|error\\| % | max \\|error\\| % | "
+        "runs within 5 % | within 12 % |\n"
+        "|---|---:|---:|---:|---:|---:|---:|\n",
         what);
     for (const auto& f : rows)
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", f.family, f.runs, f.failed,
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", f.family, f.runs, f.failed,
                          percent(f.runs, f.median_abs_error_pct),
-                         percent(f.runs, f.max_abs_error_pct));
+                         percent(f.runs, f.max_abs_error_pct), f.within_5, f.within_12);
     return out;
   };
   std::string out = table(r.families, "family") + "\n" +

@@ -77,8 +77,9 @@ struct FamilySummary {
   std::string family;  ///< the family, or the group
   double median_abs_error_pct = 0;
   double max_abs_error_pct = 0;
-  int runs = 0;    ///< runs that simulated (the errors summarized)
-  int failed = 0;  ///< runs that did not load or simulate
+  int runs = 0;                     ///< runs that simulated (the errors summarized)
+  int failed = 0;                   ///< runs that did not load or simulate
+  int within_5 = 0, within_12 = 0;  ///< runs with |error| <= 5 % and <= 12 %
 };
 
 struct ValidationReport {
