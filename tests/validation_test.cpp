@@ -196,6 +196,13 @@ TEST_F(ValidationDir, ErrorsPerRunAndPerFamilyByHand) {
   EXPECT_EQ(r.families[0].within_12, 1);
   EXPECT_EQ(r.families[1].within_5, 0);
   EXPECT_EQ(r.families[1].within_12, 0);
+  // slow, fast and exact are one configuration to the model (the same simulated step), and their
+  // published figures (2, 0.8 and 1 step) are more than 1.12 / 0.88 apart: no model can match
+  // all three within 12 %, and the report says so.
+  ASSERT_EQ(r.indistinguishable.size(), 1U);
+  EXPECT_EQ(r.indistinguishable[0].published.size(), 3U);
+  EXPECT_DOUBLE_EQ(r.indistinguishable[0].simulated, step_s);
+  EXPECT_NE(validation_text(r).find("cannot tell apart"), std::string::npos);
 
   // Nothing is fitted: leave-one-family-out is the in-sample result, and the output says so.
   EXPECT_TRUE(r.lofo_equals_in_sample);
@@ -216,6 +223,19 @@ TEST_F(ValidationDir, ErrorsPerRunAndPerFamilyByHand) {
   EXPECT_DOUBLE_EQ(j["families"]["fsdp"]["median_abs_error_pct"].get<double>(), 37.5);
   EXPECT_EQ(j["families"]["fsdp"]["runs"].get<int>(), 2);
   EXPECT_TRUE(j["leave_one_family_out"]["equals_in_sample"].get<bool>());
+}
+
+TEST_F(ValidationDir, IndistinguishableRunsAreFlaggedOnlyBeyondWhatOneValueCanMatch) {
+  // One value is within 12 % of both a and b only if b / a <= 1.12 / 0.88 = 1.2727.
+  write("a.yaml", tiny_run("a", "fsdp", "tokens_per_s_per_gpu", 1000.0));
+  write("b.yaml", tiny_run("b", "fsdp", "tokens_per_s_per_gpu", 1250.0));
+  EXPECT_TRUE(validate_directory(dir_.string(), 1).indistinguishable.empty());
+  write("c.yaml", tiny_run("c", "fsdp", "tokens_per_s_per_gpu", 1300.0));
+  const ValidationReport r = validate_directory(dir_.string(), 1);
+  ASSERT_EQ(r.indistinguishable.size(), 1U);
+  EXPECT_EQ(r.indistinguishable[0].published.size(), 3U);
+  EXPECT_EQ(r.indistinguishable[0].metric, "tokens_per_s_per_gpu");
+  EXPECT_NE(validation_json(r).find("\"indistinguishable\""), std::string::npos);
 }
 
 TEST_F(ValidationDir, SameResultsOnAnyThreadCount) {

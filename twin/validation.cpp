@@ -227,6 +227,53 @@ std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& ru
   return out;
 }
 
+namespace {
+
+/// Groups of runs with the same metric and simulated value whose published figures are further
+/// apart than 1.12 / 0.88.
+std::vector<Indistinguishable> indistinguishable_runs(const std::vector<ValidationRun>& runs) {
+  std::vector<Indistinguishable> out;
+  std::vector<bool> taken(runs.size(), false);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].ok || taken[i]) continue;
+    Indistinguishable group{runs[i].metric, runs[i].simulated, {}};
+    for (std::size_t k = i; k < runs.size(); ++k)
+      if (runs[k].ok && !taken[k] && runs[k].metric == group.metric &&
+          runs[k].simulated == group.simulated) {
+        taken[k] = true;
+        group.published.emplace_back(runs[k].name, runs[k].published);
+      }
+    auto [lo, hi] =
+        std::minmax_element(group.published.begin(), group.published.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (group.published.size() > 1 && hi->second > lo->second * (1.12 / 0.88))
+      out.push_back(std::move(group));
+  }
+  return out;
+}
+
+/// `markdown`: items as a list.
+std::string indistinguishable_text(const ValidationReport& r, bool markdown) {
+  if (r.indistinguishable.empty()) return "";
+  std::string out =
+      "\nPublished figures the model cannot tell apart (the same simulated value) that no single "
+      "value can match within 12 %:\n";
+  for (const auto& g : r.indistinguishable) {
+    std::vector<std::string> items;
+    double lo = g.published.front().second, hi = lo;
+    for (const auto& [name, value] : g.published) {
+      items.push_back(fmt::format("{} {}", name, published(value)));
+      lo = std::min(lo, value);
+      hi = std::max(hi, value);
+    }
+    out += fmt::format("{}{} (simulated {}; published {:.2f}x apart)\n", markdown ? "- " : "  ",
+                       fmt::join(items, ", "), figure(g.simulated), hi / lo);
+  }
+  return out;
+}
+
+}  // namespace
+
 ValidationReport validate_directory(const std::string& directory, int threads,
                                     const Fitter* fitter) {
   ValidationReport report;
@@ -248,6 +295,7 @@ ValidationReport validate_directory(const std::string& directory, int threads,
   if (fitted) report.fitted_values = fitter->fit(training_runs("")).values;
   report.runs = run_validation(cases, StepModel{}, threads);
   report.families = summarize(report.runs);
+  report.indistinguishable = indistinguishable_runs(report.runs);
   if (!fitted) {
     report.leave_one_family_out = report.families;
     return report;
@@ -298,7 +346,7 @@ std::string validation_text(const ValidationReport& r) {
          lofo_statement(r, [](const auto& rows) { return summary_table(rows); });
   const auto groups = summarize_groups(r.runs);
   if (groups.size() > 1) out += "\nBy source (sub-folder)\n" + summary_table(groups, "folder");
-  return out;
+  return out + indistinguishable_text(r, false);
 }
 
 std::string validation_markdown(const ValidationReport& r) {
@@ -317,7 +365,7 @@ std::string validation_markdown(const ValidationReport& r) {
   std::string out = table(r.families, "family") + "\n" +
                     lofo_statement(r, [&](const auto& rows) { return table(rows, "family"); }) +
                     "\n" + table(summarize_groups(r.runs), "source (scenarios/validation/...)") +
-                    "\n";
+                    indistinguishable_text(r, true) + "\n";
   out +=
       "| run | family | metric | published | simulated | error % | source |\n"
       "|---|---|---|---:|---:|---:|---|\n";
@@ -360,6 +408,14 @@ std::string validation_json(const ValidationReport& r) {
   j["leave_one_family_out"] = {{"fitted_parameters", r.fitted_parameters},
                                {"equals_in_sample", r.lofo_equals_in_sample},
                                {"families", families_json(r.leave_one_family_out)}};
+  nlohmann::ordered_json apart = nlohmann::ordered_json::array();
+  for (const auto& g : r.indistinguishable) {
+    nlohmann::ordered_json runs_of = nlohmann::ordered_json::array();
+    for (const auto& [name, value] : g.published)
+      runs_of.push_back({{"name", name}, {"published", value}});
+    apart.push_back({{"metric", g.metric}, {"simulated", g.simulated}, {"runs", runs_of}});
+  }
+  j["indistinguishable"] = std::move(apart);
   return j.dump(2) + "\n";
 }
 

@@ -82,6 +82,15 @@ struct FamilySummary {
   int within_5 = 0, within_12 = 0;  ///< runs with |error| <= 5 % and <= 12 %
 };
 
+/// Runs the model cannot tell apart (the same metric and the same simulated value: to the model
+/// they are one configuration) whose published figures no single value can match within 12 %
+/// (largest / smallest > 1.12 / 0.88). No model can bring all of them under the bar.
+struct Indistinguishable {
+  std::string metric;
+  double simulated = 0;
+  std::vector<std::pair<std::string, double>> published;  ///< (run name, published figure)
+};
+
 struct ValidationReport {
   std::string directory;
   std::vector<ValidationRun> runs;
@@ -95,6 +104,7 @@ struct ValidationReport {
   /// Per held-out family: its errors with parameters fitted on the other families.
   std::vector<FamilySummary> leave_one_family_out;
   std::vector<ValidationRun> lofo_runs;  ///< the held-out predictions (empty when in-sample)
+  std::vector<Indistinguishable> indistinguishable;  ///< in the order of their first run
 };
 
 /// The scenario files (*.yaml, recursively) of `directory`, sorted by path. Throws core::Error
