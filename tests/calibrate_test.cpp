@@ -171,6 +171,25 @@ TEST(Bounds, LinkLimitedBusBandwidth) {
   EXPECT_DOUBLE_EQ(link_limited_busbw_GBps("sendrecv", "direct", 2, 8, h100), 50.0);
 }
 
+TEST(AttentionTable, BeyondTheLongestLengthTheRateApproachesItsLimit) {
+  // Work grows as s^2, per-row overheads as s: R(s) = R_inf s / (s + s0) through the last two
+  // points. FlashAttention (v1) on A100, causal, head dim 128: 80 at 8k, 83 at 16k TFLOP/s give
+  // s0 = 3 / (80 / 8192 - 83 / 16384) = 638.3 and R_inf = 83 (16384 + s0) / 16384 = 86.2.
+  AttentionTable t;
+  t.head_dims = {64, 128};
+  t.seq_lens = {8192, 16384};
+  t.fwd_tflops = {{90, 90}, {80, 83}};  // head dim 64 stops rising: it stays flat
+  t.bwd_tflops = t.fwd_tflops;
+  const double s0 = 3.0 / (80.0 / 8192 - 83.0 / 16384);
+  EXPECT_DOUBLE_EQ(t.tflops(true, 128, 16384), 83.0);
+  EXPECT_NEAR(t.tflops(true, 128, 32768), 83.0 * (32768 / (32768 + s0)) / (16384 / (16384 + s0)),
+              1e-9);
+  EXPECT_NEAR(t.tflops(true, 128, 32768), 84.58, 0.01);
+  EXPECT_LT(t.tflops(true, 128, 1 << 24), 83.0 * (16384 + s0) / 16384);
+  EXPECT_DOUBLE_EQ(t.tflops(true, 64, 65536), 90.0);
+  EXPECT_DOUBLE_EQ(t.tflops(false, 128, 12000), t.tflops(true, 128, 12000));  // inside: as before
+}
+
 TEST(Profile, ShippedProfilesLoadWithProvenance) {
   for (const auto& name : shipped_profile_names()) {
     const Profile p = load_profile(name);

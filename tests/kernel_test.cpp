@@ -124,25 +124,6 @@ std::vector<Kernel> block_kernels(const ChunkProgram& prog, const std::string& l
   return {};
 }
 
-TEST(AttentionTable, BeyondTheLongestLengthTheRateApproachesItsLimit) {
-  // Work grows as s^2, per-row overheads as s: R(s) = R_inf s / (s + s0) through the last two
-  // points. FlashAttention (v1) on A100, causal, head dim 128: 80 at 8k, 83 at 16k TFLOP/s give
-  // s0 = 3 / (80 / 8192 - 83 / 16384) = 638.3 and R_inf = 83 (16384 + s0) / 16384 = 86.2.
-  calibrate::AttentionTable t;
-  t.head_dims = {64, 128};
-  t.seq_lens = {8192, 16384};
-  t.fwd_tflops = {{90, 90}, {80, 83}};  // head dim 64 stops rising: it stays flat
-  t.bwd_tflops = t.fwd_tflops;
-  const double s0 = 3.0 / (80.0 / 8192 - 83.0 / 16384);
-  EXPECT_DOUBLE_EQ(t.tflops(true, 128, 16384), 83.0);
-  EXPECT_NEAR(t.tflops(true, 128, 32768), 83.0 * (32768 / (32768 + s0)) / (16384 / (16384 + s0)),
-              1e-9);
-  EXPECT_NEAR(t.tflops(true, 128, 32768), 84.58, 0.01);
-  EXPECT_LT(t.tflops(true, 128, 1 << 24), 83.0 * (16384 + s0) / 16384);
-  EXPECT_DOUBLE_EQ(t.tflops(true, 64, 65536), 90.0);
-  EXPECT_DOUBLE_EQ(t.tflops(false, 128, 12000), t.tflops(true, 128, 12000));  // inside: as before
-}
-
 TEST(StepProgram, UnfusedAttentionMovesTheScoreTensors) {
   // Per layer and micro-batch, forward: fused scale-mask-softmax 4 B and dropout 5 B per score
   // element, b a / t s^2 elements (Korthikanti et al.'s 5 a s^2 b activation bytes + 4).
