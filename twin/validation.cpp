@@ -227,6 +227,13 @@ std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& ru
   return out;
 }
 
+double Indistinguishable::spread() const {
+  const auto [lo, hi] =
+      std::minmax_element(published.begin(), published.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; });
+  return hi->second / lo->second;
+}
+
 namespace {
 
 /// Groups of runs with the same metric and simulated value whose published figures are further
@@ -243,11 +250,7 @@ std::vector<Indistinguishable> indistinguishable_runs(const std::vector<Validati
         taken[k] = true;
         group.published.emplace_back(runs[k].name, runs[k].published);
       }
-    auto [lo, hi] =
-        std::minmax_element(group.published.begin(), group.published.end(),
-                            [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (group.published.size() > 1 && hi->second > lo->second * (1.12 / 0.88))
-      out.push_back(std::move(group));
+    if (group.published.size() > 1 && group.spread() > 1.12 / 0.88) out.push_back(std::move(group));
   }
   return out;
 }
@@ -260,14 +263,10 @@ std::string indistinguishable_text(const ValidationReport& r, bool markdown) {
       "value can match within 12 %:\n";
   for (const auto& g : r.indistinguishable) {
     std::vector<std::string> items;
-    double lo = g.published.front().second, hi = lo;
-    for (const auto& [name, value] : g.published) {
+    for (const auto& [name, value] : g.published)
       items.push_back(fmt::format("{} {}", name, published(value)));
-      lo = std::min(lo, value);
-      hi = std::max(hi, value);
-    }
     out += fmt::format("{}{} (simulated {}; published {:.2f}x apart)\n", markdown ? "- " : "  ",
-                       fmt::join(items, ", "), figure(g.simulated), hi / lo);
+                       fmt::join(items, ", "), figure(g.simulated), g.spread());
   }
   return out;
 }

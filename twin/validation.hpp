@@ -89,6 +89,8 @@ struct Indistinguishable {
   std::string metric;
   double simulated = 0;
   std::vector<std::pair<std::string, double>> published;  ///< (run name, published figure)
+  /// Largest published figure over the smallest.
+  [[nodiscard]] double spread() const;
 };
 
 struct ValidationReport {
