@@ -63,6 +63,30 @@ TEST(GemmModel, OneTileMoreThanFullWavesCostsHalfAWaveMore) {
   EXPECT_DOUBLE_EQ(full.flops, 2.0 * 1408 * 3072 * K);
 }
 
+TEST(GemmModel, ChunksAlongMAreQuantizedOneByOne) {
+  // 1536 x 2816 is 12 x 11 = 132 tiles of 128 x 256: one full wave W (or 264 square tiles in 2
+  // half-size waves, the same). In 4 chunks of 384 rows each chunk is 3 x 11 = 33 such tiles,
+  // or 3 x 22 = 66 square tiles: one half-size wave, W / 2. The chunks run one after another:
+  // 4 launches and 2 W. Keeping 16 SMs for communication (116 left) puts the whole GEMM's 264
+  // square tiles in 3 half-size waves: 1.5 W.
+  const KernelCoster& c = h100_bf16();
+  const double K = 4096;
+  const Kernel whole = c.gemm("whole", 1536, 2816, K);
+  const Kernel split = c.split_gemm("split", 1536, 2816, K, 4, 0);
+  const Kernel margin = c.split_gemm("margin", 1536, 2816, K, 1, 16);
+  const double w = whole.time_s - c.launch_s();
+  std::cout << "Expectation: whole " << w * 1e6 << " us + launch; 4 chunks 4 launches + "
+            << 2 * w * 1e6 << " us; 116 SMs " << 1.5 * w * 1e6 << " us + launch\n"
+            << "Actual result: " << split.time_s * 1e6 << " us and " << margin.time_s * 1e6
+            << " us\n";
+  EXPECT_NEAR(split.time_s, 4 * c.launch_s() + 2 * w, 1e-12);
+  EXPECT_NEAR(margin.time_s, c.launch_s() + 1.5 * w, 1e-12);
+  EXPECT_EQ(split.limiter, Limiter::compute);
+  EXPECT_DOUBLE_EQ(split.flops, whole.flops);
+  EXPECT_EQ(split.shape, "4 x 384x2816x4096");
+  EXPECT_EQ(margin.shape, "1 x 1536x2816x4096 on 116 SMs");
+}
+
 TEST(GemmModel, SmCountComesFromTheProfile) {
   // The same 132-tile GEMM on A100 (108 SMs) needs two waves of 256 x 128 / 128 x 256 tiles,
   // or 264 square tiles in 3 waves: 1.5 x a 128 x 256 wave at A100's per-SM rate.
@@ -280,6 +304,38 @@ TEST(StepProgram, BackwardHasItsOwnDataAndWeightGradientGemms) {
   EXPECT_TRUE(wgrad);
 }
 
+TEST(StepProgram, TpOverlapRunsTheGemmsBesideItsTransfersInChunks) {
+  // TP 4 with sequence parallelism and userbuffers overlap: the all-gathered GEMMs (QKV, fc1)
+  // run as 4 ring-exchange steps of T / 4 rows; in BF16 the reduce-scattered ones (proj, fc2)
+  // are pipelined over 4 chunks with 16 SMs kept, in FP8 they are ring exchanges keeping one.
+  // The data-gradient GEMMs of proj and fc2 take the all-gathered gradient in 4 steps too.
+  const ModelSpec m = small_model();
+  const ParallelismSpec p = one_stage(4);
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  auto shapes = [&](const KernelCoster& c) {
+    std::map<std::string, std::string> out;
+    for (const auto& b : chunk_program(m, p, t, layout, c, 0, 0).blocks)
+      for (const auto* list : {&b.forward, &b.backward})
+        for (const auto& k : *list) out[k.name] = k.shape;
+    return out;
+  };
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster fp8(h100, "fp8");
+  auto bf16 = shapes(h100_bf16());
+  EXPECT_EQ(bf16["qkv"], "4 x 512x1536x4096");
+  EXPECT_EQ(bf16["fc1"], "4 x 512x7168x4096");
+  EXPECT_EQ(bf16["fc2"], "4 x 512x4096x3584 on 116 SMs");
+  EXPECT_EQ(bf16["fc2 dgrad"], "4 x 512x3584x4096");
+  EXPECT_EQ(bf16["qkv dgrad"], "2048x4096x1536");  // bulk overlap: one launch
+  EXPECT_EQ(bf16["fc2 wgrad"], "4096x3584x2048");
+  t.precision = "fp8";
+  EXPECT_EQ(shapes(fp8)["fc2"], "4 x 512x4096x3584 on 131 SMs");
+  t.precision = "bf16";
+  t.tp_comm_overlap = false;
+  EXPECT_EQ(shapes(h100_bf16())["qkv"], "2048x1536x4096");
+}
+
 TEST(Pipeline, BalancedSplitOf126LayersOn16Stages) {
   // One layer takes 1; the embedding 0.05 and the output layer + loss 0.6 of a layer: the
   // slowest stage is 8 layers, so the first and last stage give up one each: 7, 8 x 14, 7.
@@ -474,7 +530,10 @@ TEST(Software, OlderStacksAreSlower) {
   const double current = step({});
   EXPECT_GT(step({"training.attention=unfused"}), current);
   EXPECT_GT(step({"training.fused_kernels=false"}), current);
-  EXPECT_GT(step({"training.tp_comm_overlap=false"}), current);
+  // TP overlap pays off once the chunks it splits the GEMMs into are large: at 8k tokens (2048
+  // rows a chunk). At 2k (512-row chunks) the chunking costs about what it hides.
+  EXPECT_GT(step({"model.seq_len=8192", "training.tp_comm_overlap=false"}),
+            1.05 * step({"model.seq_len=8192"}));
   EXPECT_GT(step({"training.overlap_grad_reduce=false"}), current);
   EXPECT_GT(step({"training.overlap_param_gather=false"}), current);
   EXPECT_LT(step({"training.precision=fp8"}), current);

@@ -321,7 +321,8 @@ void training(std::vector<Entry>& t) {
                     "xentropy), unfused (fp32 logits softmaxed op by op, Megatron's "
                     "VocabParallelCrossEntropy), auto: fused when training.fused_kernels"));
   t.push_back(plain("training.tp_comm_overlap", tr(&TrainingSpec::tp_comm_overlap), "", kAny,
-                    "Overlap TP communication with GEMMs (Megatron-Core)"));
+                    "Overlap TP communication with GEMMs (Megatron-Core with sequence parallelism; "
+                    "the GEMMs run in Transformer Engine's userbuffers chunks)"));
   t.push_back(plain("training.overlap_grad_reduce", tr(&TrainingSpec::overlap_grad_reduce), "",
                     kAny, "Overlap the DP gradient reduce-scatter with backward"));
   t.push_back(plain("training.overlap_param_gather", tr(&TrainingSpec::overlap_param_gather), "",

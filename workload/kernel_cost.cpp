@@ -74,6 +74,22 @@ Kernel KernelCoster::finish(Kernel k, double compute_s, double memory_s) const {
   return k;
 }
 
+double KernelCoster::gemm_compute_s(double m, double n, double k, double batch, bool bf16,
+                                    double sms) const {
+  // Per SM; the profile's efficiency is that of the whole GPU's SM count.
+  const double per_sm = (bf16 ? peak16_ * eff16_ : peak_ * eff_) / sms_ * k / (k + k_half_);
+  const double small = std::min(tile_m_, tile_n_);
+  double best = 0;
+  for (auto [tm, tn] :
+       {std::pair{tile_m_, tile_n_}, std::pair{tile_n_, tile_m_}, std::pair{small, small}}) {
+    const double tiles = batch * std::ceil(m / tm) * std::ceil(n / tn);
+    const double waves = std::ceil(tiles / sms);
+    const double t = waves * 2.0 * tm * tn * k / per_sm;
+    if (best == 0 || t < best) best = t;
+  }
+  return best;
+}
+
 Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k, double batch,
                           bool bf16) const {
   Kernel out;
@@ -84,17 +100,30 @@ Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k,
   out.flops = 2.0 * m * n * k * batch;
   out.bytes = ((m * k + k * n) * (bf16 ? 2.0 : operand_bytes_) + m * n * 2.0) * batch;
   if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return finish(out, 0, 0);
-  const double per_sm = (bf16 ? peak16_ * eff16_ : peak_ * eff_) / sms_ * k / (k + k_half_);
-  const double small = std::min(tile_m_, tile_n_);
-  double best = 0;
-  for (auto [tm, tn] :
-       {std::pair{tile_m_, tile_n_}, std::pair{tile_n_, tile_m_}, std::pair{small, small}}) {
-    const double tiles = batch * std::ceil(m / tm) * std::ceil(n / tn);
-    const double waves = std::ceil(tiles / sms_);
-    const double t = waves * 2.0 * tm * tn * k / per_sm;
-    if (best == 0 || t < best) best = t;
-  }
-  return finish(out, best, out.bytes / hbm_Bps_);
+  return finish(out, gemm_compute_s(m, n, k, batch, bf16, sms_), out.bytes / hbm_Bps_);
+}
+
+Kernel KernelCoster::split_gemm(const std::string& name, double m, double n, double k, int chunks,
+                                double reserved_sms, bool bf16) const {
+  if (chunks <= 1 && reserved_sms <= 0) return gemm(name, m, n, k, 1, bf16);
+  chunks = std::max(1, chunks);
+  const double mc = m / chunks;
+  Kernel out;
+  out.name = name;
+  out.shape = fmt::format("{} x {:g}x{:g}x{:g}", chunks, mc, n, k);
+  if (reserved_sms > 0) out.shape += fmt::format(" on {:g} SMs", sms_ - reserved_sms);
+  out.tensor_core = true;
+  out.flops = 2.0 * m * n * k;
+  // The weights are read again by every chunk.
+  const double chunk_bytes = (mc * k + k * n) * (bf16 ? 2.0 : operand_bytes_) + mc * n * 2.0;
+  out.bytes = chunks * chunk_bytes;
+  if (!(m > 0 && n > 0 && k > 0)) return finish(out, 0, 0);
+  const double sms = std::max(1.0, sms_ - reserved_sms);
+  const Kernel one =
+      finish(Kernel{}, gemm_compute_s(mc, n, k, 1, bf16, sms), chunk_bytes / hbm_Bps_);
+  out.limiter = one.limiter;
+  out.time_s = chunks * one.time_s;
+  return out;
 }
 
 Kernel KernelCoster::flash_attention(const std::string& name, bool forward, double batch_heads,

@@ -12,6 +12,10 @@
 ///     t_compute = waves x 2 tm tn K / (peak_d / SMs x eff_d x K / (K + k_half))
 ///   the fastest candidate (cuBLAS's heuristics choose among tile shapes), and
 ///   t_memory = (M K + K N) bytes_d + M N 2 bytes (bf16 output) over hbm_achievable.
+///   Split into c chunks along M on SMs - r SMs (communication-overlapped GEMMs):
+///   t = c (t_launch + max(t_compute(M / c; SMs - r), t_memory(M / c))).
+///   Not modelled: split-K and stream-K, which cuBLAS may choose when a GEMM has fewer tiles
+///   than SMs; such GEMMs (the chunks of a small model's TP GEMMs) may be costed slow.
 ///
 /// Flash attention (causal): executed FLOPs per head and sequence 2 s_q s_k (d + d_v) forward
 ///   (4 s_q s_k d when value heads are as wide as query/key heads; halved by the mask), backward
@@ -58,6 +62,11 @@ class KernelCoster {
   /// `bf16`: run in BF16 whatever the coster's dtype (FP8 recipes keep the output layer in BF16).
   [[nodiscard]] Kernel gemm(const std::string& name, double m, double n, double k, double batch = 1,
                             bool bf16 = false) const;
+  /// The same GEMM split along M into `chunks` launches that run one after another on the SMs
+  /// left after `reserved_sms` (Transformer Engine's communication-overlapped GEMMs: each chunk
+  /// is quantized into tiles and waves on its own and pays its own start-up).
+  [[nodiscard]] Kernel split_gemm(const std::string& name, double m, double n, double k, int chunks,
+                                  double reserved_sms, bool bf16 = false) const;
   /// Flash attention over `batch_heads` (sequences x local query heads) of s_q queries against
   /// s_k keys; `table_seq` is the sequence length to look the measured rate up at.
   /// `v_head_dim` (0: head_dim) is the width of a value head (MLA: 128 against 192).
@@ -79,6 +88,9 @@ class KernelCoster {
 
  private:
   Kernel finish(Kernel k, double compute_s, double memory_s) const;
+  /// The compute term of a GEMM on `sms` SMs.
+  [[nodiscard]] double gemm_compute_s(double m, double n, double k, double batch, bool bf16,
+                                      double sms) const;
   const calibrate::Profile& profile_;
   const calibrate::AttentionTable* flash_ = nullptr;
   double peak16_ = 0, eff16_ = 0;  // BF16, for GEMMs an FP8 recipe keeps in BF16

@@ -9,6 +9,14 @@
 namespace twin::workload {
 namespace {
 
+/// How Transformer Engine's communication-overlapped GEMMs (userbuffers, Megatron-Core's
+/// tp_comm_overlap with sequence parallelism) run a layer's GEMM: chunks along M and SMs kept
+/// for the communication kernels, per pass. Default: one launch on every SM.
+struct GemmSplit {
+  int forward_chunks = 1, dgrad_chunks = 1;
+  double forward_reserved = 0, dgrad_reserved = 0, wgrad_reserved = 0;
+};
+
 /// Builds one block's kernels; the bytes and pass counts are the header's.
 class BlockBuilder {
  public:
@@ -29,19 +37,21 @@ class BlockBuilder {
   /// each; the recomputed forward casts again) and backward casts their gradient back to fp32
   /// (read 2, write 4).
   double gemm(const std::string& name, double m, double n, double k, double batch = 1,
-              bool recompute = false, bool cast_fused = false, bool bf16 = false) {
+              bool recompute = false, bool cast_fused = false, bool bf16 = false,
+              const GemmSplit& split = {}) {
     if (autocast_) {
       Kernel cast = c_.memory(name + " weight cast (autocast)", 6.0 * n * k * batch);
       if (recompute) block.recompute.push_back(cast);
       block.forward.push_back(std::move(cast));
       block.backward.push_back(c_.memory(name + " weight grad cast", 6.0 * n * k * batch));
     }
-    return weightless_gemm(name, m, n, k, batch, recompute, cast_fused, bf16);
+    return weightless_gemm(name, m, n, k, batch, recompute, cast_fused, bf16, split);
   }
   /// A GEMM of two activations (the attention scores and their product with the values): as
   /// gemm() without weights to cast.
   double weightless_gemm(const std::string& name, double m, double n, double k, double batch = 1,
-                         bool recompute = false, bool cast_fused = false, bool bf16 = false) {
+                         bool recompute = false, bool cast_fused = false, bool bf16 = false,
+                         const GemmSplit& split = {}) {
     const bool fp8 = c_.fp8() && !bf16;
     if (fp8 && !(cast_fused && fused_)) {
       Kernel cast = c_.memory(name + " input fp8 cast-transpose", 4.0 * m * k * batch);
@@ -50,12 +60,17 @@ class BlockBuilder {
     }
     if (fp8)
       block.backward.push_back(c_.memory(name + " grad fp8 cast-transpose", 4.0 * m * n * batch));
-    Kernel f = c_.gemm(name, m, n, k, batch, bf16);
+    auto launch = [&](const std::string& label, double gm, double gn, double gk, int chunks,
+                      double reserved) {
+      return batch == 1 ? c_.split_gemm(label, gm, gn, gk, chunks, reserved, bf16)
+                        : c_.gemm(label, gm, gn, gk, batch, bf16);
+    };
+    Kernel f = launch(name, m, n, k, split.forward_chunks, split.forward_reserved);
     const double fwd = f.time_s;
     if (recompute) block.recompute.push_back(f);
     block.forward.push_back(std::move(f));
-    Kernel d = c_.gemm(name + " dgrad", m, k, n, batch, bf16);
-    Kernel w = c_.gemm(name + " wgrad", n, k, m, batch, bf16);
+    Kernel d = launch(name + " dgrad", m, k, n, split.dgrad_chunks, split.dgrad_reserved);
+    Kernel w = launch(name + " wgrad", n, k, m, 1, split.wgrad_reserved);
     last_dgrad_s_ = d.time_s;
     block.backward.push_back(std::move(d));
     block.backward.push_back(std::move(w));
@@ -119,12 +134,43 @@ double sum_flops(const std::vector<Kernel>& ks) {
 struct Shape {
   double T, Tsp, h, q, kv, f, fe, tp, s_local, s, head_dim, local_heads, b;
   double v_dim;  // width of a value head (MLA: narrower than query/key heads)
-  double up;     // MLP input matrices fused in fc1: 2 (SwiGLU gate + up) or 1 (GeLU)
+  // The column-parallel (QKV, fc1) and row-parallel (proj, fc2) GEMMs' launches.
+  GemmSplit column, row;
+  double up;  // MLP input matrices fused in fc1: 2 (SwiGLU gate + up) or 1 (GeLU)
   bool rope, gelu;
 };
 
-Shape shape_of(const ModelSpec& m, const ParallelismSpec& p) {
+/// Transformer Engine's userbuffers overlap (Megatron-Core's tp_comm_overlap with sequence
+/// parallelism), as the NeMo and Megatron-Bridge H100 configurations set it up
+/// (nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py, every H100 model there):
+/// - an all-gather before a GEMM is a ring exchange over copy engines: the GEMM runs in t chunks
+///   of T / t rows, one per step, each on every SM (QKV and fc1 forward, proj and fc2
+///   data-gradient);
+/// - the reduce-scatter after the proj and fc2 forward GEMMs is a ring exchange too in FP8 (t
+///   chunks, one SM kept: num_sm 1 with set_sm_margin); in BF16 it is pipelined over 4 chunks on
+///   the SMs left after the communication kernels' (8-32 in those files; Transformer Engine's
+///   default 16 here);
+/// - the bulk overlaps of the QKV and fc1 backward (all-gather of the input beside the
+///   data-gradient GEMM, reduce-scatter of its output beside the weight-gradient GEMM) split
+///   nothing and keep no SM margin.
+/// Without the overlap (or without sequence parallelism, where TP all-reduces stay exposed)
+/// every GEMM is one launch on every SM. The aggregate option (two chunks per step) is not
+/// modelled: no H100 configuration there sets it.
+constexpr int kPipelinedSplits = 4;
+constexpr double kPipelinedSms = 16;
+constexpr double kRingSms = 1;
+
+Shape shape_of(const ModelSpec& m, const ParallelismSpec& p, const TrainingSpec& t) {
   Shape x{};
+  if (t.tp_comm_overlap && p.sequence_parallel && p.tp > 1) {
+    x.column = {.forward_chunks = p.tp};
+    if (t.precision == "fp8")
+      x.row = {.forward_chunks = p.tp, .dgrad_chunks = p.tp, .forward_reserved = kRingSms};
+    else
+      x.row = {.forward_chunks = kPipelinedSplits,
+               .dgrad_chunks = p.tp,
+               .forward_reserved = kPipelinedSms};
+  }
   x.b = p.micro_batch;
   x.s = m.seq_len;
   x.s_local = static_cast<double>(m.seq_len) / p.cp;
@@ -180,7 +226,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   if (m.mla()) {
     std::tie(qkv, qkv_bwd) = mla_projections(bb, x, m, p.recomputes("mla_up_proj"));
   } else {
-    qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, true);
+    qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, true, false, x.column);
     qkv_bwd = bb.last_dgrad_s();
     if (x.rope) bb.elementwise("rotary", x.T * (x.q + x.kv) / x.tp, 2, 6, 2);
   }
@@ -222,7 +268,8 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   (void)cp;
   bb.block.attention_forward_s += attn_f;
   bb.block.attention_backward_s += attn_b;
-  const double proj = bb.gemm("attention proj", x.T, x.h, x.local_heads * x.v_dim);
+  const double proj =
+      bb.gemm("attention proj", x.T, x.h, x.local_heads * x.v_dim, 1, false, false, false, x.row);
   bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
   bb.block.tp_overlap_forward_s = {qkv, proj};
   bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
@@ -231,13 +278,13 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
 void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
   bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3, p.recomputes("layernorm"));
   const bool again = p.recomputes("mlp");
-  const double fc1 = bb.gemm("fc1", x.T, x.up * x.f / x.tp, x.h, 1, again, true);
+  const double fc1 = bb.gemm("fc1", x.T, x.up * x.f / x.tp, x.h, 1, again, true, false, x.column);
   const double fc1_bwd = bb.last_dgrad_s();
   if (x.gelu)
     bb.elementwise("bias-gelu", x.T * x.f / x.tp, 2, 4, 2, again);
   else
     bb.elementwise("swiglu", x.T * x.f / x.tp, 3, 5, 2, again);
-  const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, true);
+  const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, true, false, x.row);
   bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
   bb.block.tp_overlap_forward_s.insert(bb.block.tp_overlap_forward_s.end(), {fc1, fc2});
   bb.block.tp_overlap_backward_s.insert(bb.block.tp_overlap_backward_s.end(),
@@ -284,7 +331,7 @@ void finish_block(BlockProgram& b, const ParallelismSpec& p) {
 
 ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, const TrainingSpec& t,
                            const Layout& layout, const KernelCoster& coster, int stage, int chunk) {
-  const Shape x = shape_of(model, p);
+  const Shape x = shape_of(model, p, t);
   ChunkProgram c;
   c.stage = stage;
   c.chunk = chunk;

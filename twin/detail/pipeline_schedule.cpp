@@ -131,13 +131,13 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     const double issued = o.traffic + o.background;
     const double window = issued > 0 ? issued : std::max(0.0, comm_free[s] - start);
     o.compute = work + contention.extra(tensor, work - tensor, window);
-    // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs,
-    // which lose the SMs the communication kernels take while they overlap. Assumption: the
-    // overlapped GEMM loses NCCL's channel share (kernels.nccl_channels). Transformer Engine's
-    // userbuffers reserve fewer SMs per GEMM (1 to 24 in the NeMo and Megatron-Bridge configs)
-    // but also split each GEMM into tp chunks and share HBM with the transfers; those parts are
-    // not modelled separately, and with the reserved SMs alone the validation's TP 4 and TP 8
-    // runs come out 5-20 % too fast.
+    // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs. The
+    // split of those GEMMs into chunks and the SMs the userbuffers kernels keep are in the
+    // GEMMs' own times (workload::step_program). What else the transfers cost the GEMMs beside
+    // them (their HBM traffic, the copy engines' writes into the peer's memory, the wait on each
+    // chunk's arrival) is not modelled separately; assumption: the overlapped GEMM time is
+    // slowed by NCCL's channel share (kernels.nccl_channels) as an NCCL collective would slow
+    // it. With the chunks alone the validation's TP 4-8 runs come out 5-9 % too fast.
     const int tp_slots = c.tp_collectives + (op.forward ? 0 : c.recompute_tp_collectives);
     const double tp_total = tp_slots * comm[s].tp_slot_s;
     o.tp = tp_total;
