@@ -207,7 +207,7 @@ TEST(Profile, ShippedProfilesLoadWithProvenance) {
   EXPECT_DOUBLE_EQ(load_profile("h200-sxm").hbm_GBps.value, 4800.0);
   // The 40 GB A100: the 80 GB part's compute and NVLink, HBM2 at 1,555 GB/s.
   const Profile a100_40 = load_profile("a100-sxm-40gb");
-  EXPECT_DOUBLE_EQ(a100_40.hbm_GB.value, 40.0);
+  EXPECT_DOUBLE_EQ(a100_40.hbm_GB.value, 42.95);  // 40 GiB
   EXPECT_DOUBLE_EQ(a100_40.hbm_GBps.value, 1555.0);
   EXPECT_DOUBLE_EQ(a100_40.peak_flops("bf16"), load_profile("a100-sxm-80gb").peak_flops("bf16"));
 }

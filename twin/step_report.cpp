@@ -39,7 +39,7 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
       p.ep > 1 ? fmt::format(", EP all-to-all overlap {}", t.moe_a2a_overlap ? "on" : "off") : "",
       t.precision);
   out += fmt::format(
-      "memory       {:.1f} of {:.0f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
+      "memory       {:.1f} of {:.1f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
       "activations {:.1f}, reserve {:.1f})\n",
       r.memory.total_GB(), r.memory_capacity_GB, r.memory.weights_GB, r.memory.gradients_GB,
       r.memory.optimizer_GB, r.memory.activations_GB, r.memory.reserve_GB);

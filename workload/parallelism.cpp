@@ -324,6 +324,79 @@ double params_per_gpu(const ModelSpec& model, const Layout& layout) {
          layers * expert_mlp;
 }
 
+double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec& p,
+                                  const TrainingSpec& t, int etp) {
+  // The tensors a layer keeps for its backward, counted one by one (Korthikanti et al.,
+  // arXiv 2205.05198, section 4.1, with the model's real widths): per token of the s b this
+  // rank holds, in bytes. Sequence parallelism splits the tensors outside the tensor-parallel
+  // region (norm inputs, the linear layers' inputs) over tp as well. An fp8 linear layer keeps
+  // its input in fp8 (Transformer Engine saves the quantized copy its weight-gradient GEMM
+  // reads), 1 byte instead of 2. No dropout masks: current recipes train without dropout.
+  // For a 4h GeLU MLP, full multi-head attention and bf16 this is Korthikanti's 34 s b h / t
+  // less the two 1-byte hidden-dropout masks: 32 s b h / t with SP, 8 + 24 / t without.
+  const double s = static_cast<double>(model.seq_len) / p.cp, b = p.micro_batch, h = model.hidden,
+               a = model.heads, tp = p.tp;
+  const double tsp = p.sequence_parallel ? tp : 1.0;
+  const double in = t.precision == "fp8" ? 1.0 : 2.0;  // a saved linear input
+  const double up = model.mlp_matrices() - 1.0;        // matrices fused in fc1
+  const double qk = model.qk_head_dim(), dv = model.v_dim();
+  // Attention: the norm input, the QKV projections' input, Q, K and V as the attention kernel
+  // reads them, and its output (the projection's input; fp8 keeps a quantized copy besides).
+  double attention = 2.0 * h / tsp;
+  if (model.mla()) {
+    // MLA: the down projections' input, the latents (norm inputs and up projections' inputs,
+    // whole on every tensor-parallel rank), and K expanded to every head.
+    const double rq = model.q_lora_rank, rkv = model.kv_lora_rank + model.qk_rope_head_dim;
+    attention += in * h / tsp + (2.0 + in) * (rq + rkv) + 2.0 * a * (2.0 * qk + dv) / tp;
+  } else {
+    attention += in * h / tsp + 2.0 * (a * qk + model.kv_heads * (qk + dv)) / tp;
+  }
+  attention += (2.0 + (t.precision == "fp8" ? 1.0 : 0.0)) * a * dv / tp;
+  // MLP: the norm input, fc1's input, fc1's output (the activation's input) and fc2's input.
+  auto mlp = [&](double f) { return in * h / tsp + (2.0 * up + in) * f / tp; };
+  const double dense = 2.0 * h / tsp + mlp(model.ffn_hidden);
+  double per_token = attention + dense;
+  const double moe_share =
+      model.moe() ? static_cast<double>(model.moe_layers()) / model.layers : 0.0;
+  if (model.moe()) {
+    // The norm and router inputs, then the routed copies: T k cf etp / tp of them reach this
+    // rank, each keeping its input and its output (which the probability-weighted combine keeps
+    // for the router's gradient), and fc1's output and fc2's input of width f_e / etp. Shared
+    // experts are a dense MLP of width f_e x shared.
+    const double copies = model.top_k * model.capacity_factor / tp;
+    const double fe = model.expert_ffn_hidden;
+    double moe =
+        2.0 * h / tsp + 2.0 * h / tsp + copies * ((in + 2.0) * h * etp + (2.0 * up + in) * fe);
+    if (model.shared_experts > 0) moe += mlp(fe * model.shared_experts);
+    per_token = attention + (1.0 - moe_share) * dense + moe_share * moe;
+  }
+  double per_layer = s * b * per_token;
+  if (p.recompute == "full") per_layer = 2.0 * s * b * h / tsp;
+  // Selective recompute modules drop what they recompute, averaged over the dense and MoE
+  // layers; the layer input always stays.
+  double dropped = 0;
+  if (p.recomputes("layernorm")) dropped += 2.0 * in * s * b * h / tsp;
+  if (p.recomputes("mlp"))
+    dropped += (1.0 - moe_share) * s * b * (2.0 * up + in) * model.ffn_hidden / tp;
+  if (model.moe()) {
+    // The activation output of the routed token copies on this GPU: T k cf etp / tp copies
+    // of width f_e / etp, T k cf f_e / tp elements whatever the expert layout.
+    if (p.recomputes("moe_act"))
+      dropped += moe_share * in * s * b * model.top_k * model.capacity_factor *
+                 model.expert_ffn_hidden / tp;
+    if (p.recomputes("shared_experts"))
+      dropped +=
+          moe_share * s * b * (2.0 * up + in) * model.expert_ffn_hidden * model.shared_experts / tp;
+  }
+  if (model.mla() && p.recomputes("mla_up_proj")) dropped += 2.0 * s * b * a * (2.0 * qk + dv) / tp;
+  if (p.recompute == "selective") per_layer = std::max(2.0 * s * b * h / tsp, per_layer - dropped);
+  // Unfused attention stores the s x s scores: Korthikanti et al.'s 5 a s / (h t) term (2 bytes
+  // softmax output, 1 dropout mask, 2 dropout output per score), unless recomputed.
+  if (t.attention == "unfused" && p.recompute != "full" && !p.recomputes("core_attn"))
+    per_layer += 5.0 * a * s * s * b / tp;
+  return per_layer;
+}
+
 MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
                                const TrainingSpec& t, const Layout& layout) {
   const double params = params_per_gpu(model, layout);
@@ -332,56 +405,12 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
   m.weights_GB = 2.0 * params / (p.zero >= 3 ? shard : 1.0) / 1e9;
   m.gradients_GB = t.grad_bytes() * params / (p.zero >= 2 ? shard : 1.0) / 1e9;
   m.optimizer_GB = 12.0 * params / (p.zero >= 1 ? shard : 1.0) / 1e9;
-  const double s = static_cast<double>(model.seq_len) / p.cp, b = p.micro_batch, h = model.hidden,
-               a = model.heads, tp = p.tp;
-  // Flash attention never stores the s x s scores, so the 5 a s / (h t) term of Korthikanti
-  // et al. is absent with or without selective recompute.
-  // Without dropout (the step models none: current recipes train without it) the two 1-byte
-  // hidden-dropout masks of the 34 drop out: 32 s b h / t (8 + 24 / t without SP).
-  double per_layer = s * b * h * (p.sequence_parallel ? 32.0 / tp : 8.0 + 24.0 / tp);
-  const double t_sp = p.sequence_parallel ? tp : 1.0;
-  if (p.recompute == "full") per_layer = 2.0 * s * b * h / t_sp;
-  // MoE layers keep top_k expert activations instead of one MLP's (scaled by the MLP share).
-  if (model.moe()) {
-    const double mlp_share = 19.0 / 34.0;  // of the 34 s b h bytes, the MLP's (Korthikanti Table 2)
-    const double moe_scale =
-        1.0 + mlp_share *
-                  (model.top_k * model.capacity_factor * model.expert_ffn_hidden / (4.0 * h) - 1.0);
-    per_layer *= std::max(1.0, moe_scale);
-  }
-  // Selective recompute modules drop what they recompute (2-byte tensors), averaged over the
-  // dense and MoE layers; the layer input always stays.
-  const double moe_share =
-      model.moe() ? static_cast<double>(model.moe_layers()) / model.layers : 0.0;
-  const double up = model.mlp_matrices() - 1.0;  // matrices fused in fc1
-  double dropped = 0;
-  if (p.recomputes("layernorm")) dropped += 2.0 * 2.0 * s * b * h / t_sp;
-  if (p.recomputes("mlp"))
-    dropped += (1.0 - moe_share) * 2.0 * s * b * (up + 1.0) * model.ffn_hidden / tp;
-  if (model.moe()) {
-    if (p.recomputes("moe_act")) {
-      // The activation output of the routed token copies on this GPU: T k cf etp / tp copies
-      // of width f_e / etp, T k cf f_e / tp elements whatever the expert layout.
-      dropped += moe_share * 2.0 * s * b * model.top_k * model.capacity_factor *
-                 model.expert_ffn_hidden / tp;
-    }
-    if (p.recomputes("shared_experts"))
-      dropped += moe_share * 2.0 * s * b * (up + 1.0) * model.expert_ffn_hidden *
-                 model.shared_experts / tp;
-  }
-  if (model.mla() && p.recomputes("mla_up_proj"))
-    dropped += 2.0 * s * b * model.heads *
-               (model.qk_head_dim() + model.kv_channels() + model.v_dim()) / tp;
-  if (p.recompute == "selective") per_layer = std::max(2.0 * s * b * h / t_sp, per_layer - dropped);
-  // Unfused attention stores the s x s scores: Korthikanti et al.'s 5 a s / (h t) term (2 bytes
-  // softmax output, 1 dropout mask, 2 dropout output per score), unless recomputed.
-  if (t.attention == "unfused" && p.recompute != "full" && !p.recomputes("core_attn"))
-    per_layer += 5.0 * a * s * s * b / tp;
   const double in_flight = std::min<double>(p.pp, layout.micro_batches) *
                            (1.0 + (layout.v > 1 ? (p.pp - 1.0) / (p.pp * layout.v) : 0.0));
   double stage0_layers = 0;
   for (int c = 0; c < layout.v; ++c) stage0_layers += layout.layers(0, c);
-  m.activations_GB = per_layer * stage0_layers * in_flight / 1e9;
+  m.activations_GB =
+      activation_bytes_per_layer(model, p, t, layout.etp) * stage0_layers * in_flight / 1e9;
   m.reserve_GB = t.memory_reserve_GB;
   return m;
 }
@@ -390,7 +419,7 @@ void check_memory(const MemoryBreakdown& m, double capacity_GB, const std::strin
   if (m.total_GB() <= capacity_GB) return;
   throw core::Error(
       core::Error::Kind::does_not_fit, "parallelism", "",
-      fmt::format("the model does not fit: {:.1f} GB per GPU needed on {} ({:.0f} GB): weights "
+      fmt::format("the model does not fit: {:.1f} GB per GPU needed on {} ({:.1f} GB): weights "
                   "{:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, reserve {:.1f}. "
                   "Raise tp/pp, use zero 2-3, recompute, or a smaller micro_batch",
                   m.total_GB(), gpu, capacity_GB, m.weights_GB, m.gradients_GB, m.optimizer_GB,

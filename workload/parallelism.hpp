@@ -18,13 +18,19 @@
 /// Memory per GPU (bytes), after Rajbhandari et al. (ZeRO) and Korthikanti et al. (2022):
 ///   weights 2/param, gradients 2/param (bf16), optimizer 12/param (fp32 master + Adam m, v);
 ///   ZeRO 1 shards the optimizer, 2 also gradients, 3 also weights, over the shard group.
-///   Activations per layer per micro-batch (s = seq_len / cp), s b h bytes times 32/t with
-///     sequence parallelism, 8 + 24/t without — Korthikanti et al.'s 34/t and 10 + 24/t less
-///     the two hidden-dropout masks (no dropout is modelled), and without the 5 a s/(h t)
-///     attention-score term, which flash attention never stores (unfused attention adds it) —
-///     or 2/t (full recompute: the layer input). Selective recompute modules drop what they
-///     recompute: layernorm the two norm outputs (4/t_sp), mlp a dense layer's fc1 and
-///     activation outputs (2 (m f + f) / (h t)), moe_act the experts' activation outputs,
+///   Activations per layer per micro-batch (s = seq_len / cp): the tensors kept for the
+///     backward, counted one by one from the model's widths (Korthikanti et al.'s method): the
+///     two norm inputs, each linear layer's input (1 byte in fp8, which Transformer Engine saves
+///     quantized; sharded over t with sequence parallelism), Q, K and V as the attention kernel
+///     reads them (grouped-query K and V are kv_heads wide), the attention output, fc1's output
+///     and fc2's input (f wide, 2 f for SwiGLU's fc1), and for MoE layers the router input and
+///     each routed copy's input, output, fc1 output and fc2 input. No dropout masks (none is
+///     modelled). For bf16, 4h GeLU and multi-head attention this is s b h times 32/t with
+///     sequence parallelism and 8 + 24/t without: Korthikanti et al.'s 34/t and 10 + 24/t less
+///     the two hidden-dropout masks, without the 5 a s/(h t) score term flash attention never
+///     stores (unfused attention adds it). Full recompute keeps the layer input (2/t_sp).
+///     Selective recompute modules drop what they recompute: layernorm the two norm outputs,
+///     mlp a dense layer's fc1 and activation outputs, moe_act the experts' activation outputs,
 ///     shared_experts their fc1 and activation outputs, mla_up_proj the up-projected queries,
 ///     keys and values; the layer input (2/t_sp) always stays.
 ///   The first pipeline stage holds pp micro-batches in flight (1F1B); interleaving adds
@@ -174,6 +180,11 @@ struct MemoryBreakdown {
     return weights_GB + gradients_GB + optimizer_GB + activations_GB + reserve_GB;
   }
 };
+
+/// Bytes one layer keeps for its backward per micro-batch on one GPU (averaged over dense and
+/// MoE layers), counted tensor by tensor from the model's widths; `etp` is the expert-TP size.
+double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec& p,
+                                  const TrainingSpec& t, int etp);
 
 /// Parameters held by one GPU of the first pipeline stage (the fullest: embedding + layers).
 double params_per_gpu(const ModelSpec& model, const Layout& layout);
