@@ -113,6 +113,27 @@ TEST(GemmModel, ReproducesTheMeasurementsItsEfficienciesCameFrom) {
   EXPECT_NEAR(tflops("a100-sxm-80gb", "bf16", 6144, 12288, 12288), 250.8, 0.1);
 }
 
+TEST(GemmModel, Fp8PipelineStagesHoldTwiceTheK) {
+  // Shapes no efficiency was derived from (kernels README 3b, H100 FP8, cuBLASLt): within 2 %
+  // only because an FP8 stage holds twice a 16-bit stage's K (k_half 256, not 128: 2048^3 would
+  // come out 1057, +4.5 %).
+  const calibrate::Profile p = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(p, "fp8");
+  auto tflops = [&](double m, double n, double k) {
+    return 2.0 * m * n * k / c.gemm("g", m, n, k).time_s / 1e12;
+  };
+  EXPECT_NEAR(tflops(2048, 2048, 2048), 1011.3, 0.02 * 1011.3);
+  EXPECT_NEAR(tflops(4096, 4096, 4096), 1216.9, 0.02 * 1216.9);
+  EXPECT_NEAR(tflops(8192, 8192, 8192), 1290.1, 0.02 * 1290.1);
+  // The same GEMM forced to 16-bit operands keeps the 16-bit stage: K / (K + 128).
+  const double K = 1024;
+  const Kernel f8 = c.gemm("f8", 1056, 2048, K), b16 = c.gemm("b16", 1056, 2048, K, 1, true);
+  const double peak8 = p.peak_flops("fp8") * p.kernels.gemm_efficiency.at("fp8").value;
+  const double peak16 = p.peak_flops("bf16") * p.kernels.gemm_efficiency.at("bf16").value;
+  EXPECT_NEAR((f8.time_s - c.launch_s()) / (b16.time_s - c.launch_s()),
+              (peak16 / peak8) * (K + 256) / (K + 128), 1e-9);
+}
+
 TEST(KernelModel, LaunchFloorDominatesTinyKernels) {
   const KernelCoster& c = h100_bf16();
   // Memory-bound kernels stream at the STREAM rate times the fitted efficiency.

@@ -77,7 +77,9 @@ Kernel KernelCoster::finish(Kernel k, double compute_s, double memory_s) const {
 double KernelCoster::gemm_compute_s(double m, double n, double k, double batch, bool bf16,
                                     double sms) const {
   // Per SM; the profile's efficiency is that of the whole GPU's SM count.
-  const double per_sm = (bf16 ? peak16_ * eff16_ : peak_ * eff_) / sms_ * k / (k + k_half_);
+  // The pipeline stages are a fixed number of bytes: K per stage grows as the operands shrink.
+  const double k_half = bf16 ? k_half_ : k_half_ * 2.0 / operand_bytes_;
+  const double per_sm = (bf16 ? peak16_ * eff16_ : peak_ * eff_) / sms_ * k / (k + k_half);
   const double small = std::min(tile_m_, tile_n_);
   double best = 0;
   for (auto [tm, tn] :

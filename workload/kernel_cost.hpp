@@ -9,8 +9,14 @@
 ///   for each candidate CTA tile (tm x tn) in {tile_m x tile_n, tile_n x tile_m, min x min}:
 ///     tiles = batch ceil(M / tm) ceil(N / tn)           (tile quantization)
 ///     waves = ceil(tiles / SMs)                          (wave quantization on the real SM count)
-///     t_compute = waves x 2 tm tn K / (peak_d / SMs x eff_d x K / (K + k_half))
+///     t_compute = waves x 2 tm tn K / (peak_d / SMs x eff_d x K / (K + k_half_d))
 ///   the fastest candidate (cuBLAS's heuristics choose among tile shapes), and
+///   k_half_d = k_half x 2 / bytes_d: the tile's K loop fills a pipeline of shared-memory stages
+///   of a fixed size in bytes, so an FP8 stage holds twice the K of a 16-bit one (CUTLASS's
+///   Hopper tiles: 128 x 256 x 64 in BF16, 128 x 256 x 128 in FP8). Against the H100 FP8 shapes
+///   no efficiency was derived from (kernels README 3b), measured / modelled (with BF16's k_half):
+///   2048^3 1011 / 1016 (1057); 4096^3 1217 / 1235 (1258); 8192^3 1290 / 1297 (1303);
+///   1024 x 2145 x 1024 411 / 428 (460); 1024^3 274 / 330 (350).
 ///   t_memory = (M K + K N) bytes_d + M N 2 bytes (bf16 output) over hbm_achievable.
 ///   Split into c chunks along M on SMs - r SMs (communication-overlapped GEMMs):
 ///   t = c (t_launch + max(t_compute(M / c; SMs - r), t_memory(M / c))).
