@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -223,6 +224,40 @@ TEST_F(ValidationDir, ErrorsPerRunAndPerFamilyByHand) {
   EXPECT_DOUBLE_EQ(j["families"]["fsdp"]["median_abs_error_pct"].get<double>(), 37.5);
   EXPECT_EQ(j["families"]["fsdp"]["runs"].get<int>(), 2);
   EXPECT_TRUE(j["leave_one_family_out"]["equals_in_sample"].get<bool>());
+}
+
+TEST_F(ValidationDir, ErrorsPerGpuKind) {
+  const std::string h100 = tiny_run("x", "fsdp", "step_time_s", 1.0);
+  std::string a100 = h100;
+  a100.replace(a100.find("gpu: h100-sxm"), 13, "gpu: a100-sxm-80gb");
+  const double h100_s = simulate_step(parse_scenario(h100, "h.yaml")).step_time_s;
+  const double a100_s = simulate_step(parse_scenario(a100, "a.yaml")).step_time_s;
+  ASSERT_GT(a100_s, h100_s);  // the same job is slower on the older GPU
+  auto renamed = [](std::string text, const std::string& name, double published) {
+    text.replace(text.find("name: x"), 7, "name: " + name);
+    text.replace(text.find("published: 1"), 12, fmt::format("published: {:.17g}", published));
+    return text;
+  };
+  write("h100-exact.yaml", renamed(h100, "h100-exact", h100_s));
+  write("a100-slow.yaml", renamed(a100, "a100-slow", 2.0 * a100_s));
+  write("a100-fast.yaml", renamed(a100, "a100-fast", a100_s / 1.25));
+  write("broken.yaml", "schema_version: 1\nmodel: {layers: [4\n");
+
+  const ValidationReport r = validate_directory(dir_.string(), 2);
+  EXPECT_EQ(run_named(r, "a100-slow").gpu, "a100-sxm-80gb");
+  EXPECT_EQ(run_named(r, "broken").gpu, "");
+  std::map<std::string, FamilySummary> by;
+  for (const auto& g : summarize_gpus(r.runs)) by[g.family] = g;
+  ASSERT_EQ(by.size(), 3U);
+  EXPECT_EQ(by["h100-sxm"].runs, 1);
+  EXPECT_NEAR(by["h100-sxm"].max_abs_error_pct, 0.0, 1e-9);
+  EXPECT_EQ(by["a100-sxm-80gb"].runs, 2);
+  EXPECT_NEAR(by["a100-sxm-80gb"].median_abs_error_pct, (50.0 + 25.0) / 2, 1e-9);
+  EXPECT_EQ(by["-"].failed, 1);
+  EXPECT_NE(validation_text(r).find("By GPU (cluster.gpu)"), std::string::npos);
+  const auto j = nlohmann::json::parse(validation_json(r));
+  EXPECT_EQ(j["by_gpu"]["a100-sxm-80gb"]["runs"].get<int>(), 2);
+  EXPECT_EQ(j["runs"][0]["gpu"].get<std::string>(), "a100-sxm-80gb");  // a100-fast.yaml
 }
 
 TEST_F(ValidationDir, IndistinguishableRunsAreFlaggedOnlyBeyondWhatOneValueCanMatch) {

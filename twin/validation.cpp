@@ -51,6 +51,7 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
     run.error = c.error;
     return run;
   }
+  run.gpu = c.scenario.cluster.gpu;
   try {
     const StepReport report = model ? model(c.scenario) : simulate_step(c.scenario);
     run.simulated = metric_value(run.metric, c.scenario, report);
@@ -217,14 +218,28 @@ std::vector<FamilySummary> summarize(const std::vector<ValidationRun>& runs) {
   return out;
 }
 
-std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& runs) {
+namespace {
+
+/// Summaries of the runs grouped by `key`, in first-seen order.
+template <typename Key>
+std::vector<FamilySummary> summarize_by(const std::vector<ValidationRun>& runs, Key key) {
   std::vector<std::string> groups;
   for (const auto& r : runs)
-    if (std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
+    if (std::find(groups.begin(), groups.end(), key(r)) == groups.end()) groups.push_back(key(r));
   std::vector<FamilySummary> out;
   for (const auto& g : groups)
-    out.push_back(summary_of(g, runs, [&](const ValidationRun& r) { return r.group == g; }));
+    out.push_back(summary_of(g, runs, [&](const ValidationRun& r) { return key(r) == g; }));
   return out;
+}
+
+}  // namespace
+
+std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& runs) {
+  return summarize_by(runs, [](const ValidationRun& r) { return r.group; });
+}
+
+std::vector<FamilySummary> summarize_gpus(const std::vector<ValidationRun>& runs) {
+  return summarize_by(runs, [](const ValidationRun& r) { return r.gpu.empty() ? "-" : r.gpu; });
 }
 
 double Indistinguishable::spread() const {
@@ -345,6 +360,8 @@ std::string validation_text(const ValidationReport& r) {
          lofo_statement(r, [](const auto& rows) { return summary_table(rows); });
   const auto groups = summarize_groups(r.runs);
   if (groups.size() > 1) out += "\nBy source (sub-folder)\n" + summary_table(groups, "folder");
+  const auto gpus = summarize_gpus(r.runs);
+  if (gpus.size() > 1) out += "\nBy GPU (cluster.gpu)\n" + summary_table(gpus, "gpu");
   return out + indistinguishable_text(r, false);
 }
 
@@ -364,6 +381,7 @@ std::string validation_markdown(const ValidationReport& r) {
   std::string out = table(r.families, "family") + "\n" +
                     lofo_statement(r, [&](const auto& rows) { return table(rows, "family"); }) +
                     "\n" + table(summarize_groups(r.runs), "source (scenarios/validation/...)") +
+                    "\n" + table(summarize_gpus(r.runs), "GPU (cluster.gpu)") +
                     indistinguishable_text(r, true) + "\n";
   out +=
       "| run | family | metric | published | simulated | error % | source |\n"
@@ -392,12 +410,15 @@ std::string validation_json(const ValidationReport& r) {
     j["simulated"] = run.ok ? nlohmann::ordered_json(run.simulated) : nlohmann::ordered_json();
     j["error_pct"] = run.ok ? nlohmann::ordered_json(run.error_pct) : nlohmann::ordered_json();
     j["source"] = run.source;
+    j["gpu"] = run.gpu;
     if (!run.ok) j["error"] = run.error;
     runs.push_back(std::move(j));
   }
   nlohmann::ordered_json j;
   j["runs"] = std::move(runs);
   j["families"] = families_json(r.families);
+  j["by_source"] = families_json(summarize_groups(r.runs));
+  j["by_gpu"] = families_json(summarize_gpus(r.runs));
   nlohmann::ordered_json lofo_values = nlohmann::ordered_json::object();
   for (const auto& [family, values] : r.lofo_values) lofo_values[family] = values;
   j["fitted"] = {{"parameters", r.fitted_parameters},

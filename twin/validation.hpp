@@ -65,6 +65,7 @@ struct Fitter {
 struct ValidationRun {
   std::string name, path, family, metric, source;
   std::string group;  ///< the sub-folder of the validation directory (one source table each)
+  std::string gpu;    ///< cluster.gpu, the hardware profile (empty when the file did not load)
   double published = 0;
   bool ok = false;  ///< simulated; otherwise `error` says why not
   double simulated = 0;
@@ -128,6 +129,9 @@ std::vector<ValidationRun> run_validation(const std::vector<ValidationCase>& cas
 std::vector<FamilySummary> summarize(const std::vector<ValidationRun>& runs);
 /// The same per group (sub-folder), in order of first appearance.
 std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& runs);
+/// Errors per GPU kind (cluster.gpu), in first-seen order; runs that did not load count as
+/// failed under "-".
+std::vector<FamilySummary> summarize_gpus(const std::vector<ValidationRun>& runs);
 
 /// The whole validation of a directory: in-sample errors (the step model as shipped, with the
 /// profiles' values), and with `fitter` the values it fits on every run and the
