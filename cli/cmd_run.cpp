@@ -55,7 +55,8 @@ Action add_run(CLI::App& app) {
   opts->add_to(*cmd);
   cmd->add_flag("--kernels", *kernels,
                 "Print each kernel of a layer (forward, backward, recompute), of the embedding, "
-                "the output layer and the optimizer: shape, FLOPs, bytes, time and what limits it");
+                "the output layer and the optimizer: shape, FLOPs, bytes, time and what limits it; "
+                "then each tensor a layer keeps for its backward and the activation memory");
   cmd->add_option("--out", *out_dir, "Write summary.json, results.h5 and trace.json here");
   cmd->add_option("--engine", *engine, "Network engine: native or simgrid")->capture_default_str();
   cmd->add_flag(
@@ -97,7 +98,12 @@ Action add_run(CLI::App& app) {
                  core::with_commas(bom.cables_total()),
                  core::with_commas(static_cast<std::int64_t>(bom.bisection_GBps)));
       fmt::print("{}", sim::step_summary_text(scenario, report));
-      if (*kernels) fmt::print("\nkernels\n{}", workload::kernel_table(report.program));
+      if (*kernels) {
+        fmt::print("\nkernels\n{}", workload::kernel_table(report.program));
+        fmt::print("\nactivation memory\n{}",
+                   workload::activation_table(scenario.model, scenario.parallelism,
+                                              scenario.training, report.memory.activations_GB));
+      }
     }
     std::fflush(stdout);
     if (!out_dir->empty()) {

@@ -340,6 +340,29 @@ TEST(Memory, ActivationsAreTheTensorsEachLayerKeeps) {
   EXPECT_NEAR(activation_bytes_per_layer(m, p, t, 1), (24 + 4.0 / 3) * sbh_t, 1e-3 * sbh_t);
 }
 
+TEST(Memory, TheActivationTableListsWhatTheTotalCounts) {
+  ModelSpec m = model_preset("llama3-8b");
+  ParallelismSpec p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.micro_batch = 1;
+  TrainingSpec t;
+  t.precision = "fp8";
+  double sum = 0;
+  for (const auto& x : activation_tensors(m, p, t, 2)) sum += x.bytes;
+  EXPECT_DOUBLE_EQ(sum, activation_bytes_per_layer(m, p, t, 2));
+  const std::string table = activation_table(m, p, t, 32 * sum / 1e9);
+  EXPECT_NE(table.find("K, V (8 KV heads)"), std::string::npos) << table;
+  EXPECT_NE(table.find("QKV projection input, fp8"), std::string::npos) << table;
+  EXPECT_NE(table.find("x 32.0 layer-micro-batches"), std::string::npos) << table;
+  // Full recompute keeps the layer input alone (2 s b h / t with SP), and the table says so.
+  p.recompute = "full";
+  const double input = 2.0 * m.seq_len * m.hidden / p.tp;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, t, 2), input);
+  EXPECT_NE(activation_table(m, p, t, 1.0).find("full recompute: the layer input"),
+            std::string::npos);
+}
+
 TEST(StepProgram, BackwardHasItsOwnDataAndWeightGradientGemms) {
   const ModelSpec m = small_model();
   ParallelismSpec p = one_stage(1);

@@ -324,8 +324,8 @@ double params_per_gpu(const ModelSpec& model, const Layout& layout) {
          layers * expert_mlp;
 }
 
-double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec& p,
-                                  const TrainingSpec& t, int etp) {
+std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const ParallelismSpec& p,
+                                                 const TrainingSpec& t, int etp) {
   // The tensors a layer keeps for its backward, counted one by one (Korthikanti et al.,
   // arXiv 2205.05198, section 4.1, with the model's real widths): per token of the s b this
   // rank holds, in bytes. Sequence parallelism splits the tensors outside the tensor-parallel
@@ -337,40 +337,72 @@ double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec&
   const double s = static_cast<double>(model.seq_len) / p.cp, b = p.micro_batch, h = model.hidden,
                a = model.heads, tp = p.tp;
   const double tsp = p.sequence_parallel ? tp : 1.0;
-  const double in = t.precision == "fp8" ? 1.0 : 2.0;  // a saved linear input
-  const double up = model.mlp_matrices() - 1.0;        // matrices fused in fc1
+  const bool fp8 = t.precision == "fp8";
+  const double in = fp8 ? 1.0 : 2.0;             // a saved linear input
+  const double up = model.mlp_matrices() - 1.0;  // matrices fused in fc1
   const double qk = model.qk_head_dim(), dv = model.v_dim();
-  // Attention: the norm input, the QKV projections' input, Q, K and V as the attention kernel
-  // reads them, and its output (the projection's input; fp8 keeps a quantized copy besides).
-  double attention = 2.0 * h / tsp;
-  if (model.mla()) {
-    // MLA: the down projections' input, the latents (norm inputs and up projections' inputs,
-    // whole on every tensor-parallel rank), and K expanded to every head.
-    const double rq = model.q_lora_rank, rkv = model.kv_lora_rank + model.qk_rope_head_dim;
-    attention += in * h / tsp + (2.0 + in) * (rq + rkv) + 2.0 * a * (2.0 * qk + dv) / tp;
-  } else {
-    attention += in * h / tsp + 2.0 * (a * qk + model.kv_heads * (qk + dv)) / tp;
-  }
-  attention += (2.0 + (t.precision == "fp8" ? 1.0 : 0.0)) * a * dv / tp;
-  // MLP: the norm input, fc1's input, fc1's output (the activation's input) and fc2's input.
-  auto mlp = [&](double f) { return in * h / tsp + (2.0 * up + in) * f / tp; };
-  const double dense = 2.0 * h / tsp + mlp(model.ffn_hidden);
-  double per_token = attention + dense;
   const double moe_share =
       model.moe() ? static_cast<double>(model.moe_layers()) / model.layers : 0.0;
+  std::vector<ActivationTensor> out;
+  // `per_token` bytes for every token of the micro-batch, in `share` of the layers.
+  auto add = [&](std::string name, double per_token, double share = 1.0) {
+    if (share < 1.0) name += fmt::format(" (x {:.2f} of layers)", share);
+    if (per_token > 0 && share > 0) out.push_back({std::move(name), s * b * per_token * share});
+  };
+  const char* in_bytes = fp8 ? ", fp8" : "";
+  // Attention: the norm input, the QKV projections' input, Q, K and V as the attention kernel
+  // reads them, and its output (the projection's input; fp8 keeps a quantized copy besides).
+  add("attention norm input", 2.0 * h / tsp);
+  add(fmt::format("QKV projection input{}", in_bytes), in * h / tsp);
+  if (model.mla()) {
+    // MLA: the latents (norm inputs and up projections' inputs, whole on every tensor-parallel
+    // rank), and K expanded to every head.
+    const double rq = model.q_lora_rank, rkv = model.kv_lora_rank + model.qk_rope_head_dim;
+    add("MLA latents (norm and up-projection inputs)", (2.0 + in) * (rq + rkv));
+    add("Q, K, V (K expanded to every head)", 2.0 * a * (2.0 * qk + dv) / tp);
+  } else {
+    add("Q", 2.0 * a * qk / tp);
+    add(fmt::format("K, V ({} KV heads)", model.kv_heads), 2.0 * model.kv_heads * (qk + dv) / tp);
+  }
+  add("attention output", 2.0 * a * dv / tp);
+  if (fp8) add("attention output, fp8 copy for the projection", a * dv / tp);
+  // MLP: the norm input, fc1's input, fc1's output (the activation's input) and fc2's input.
+  auto mlp = [&](const std::string& what, double f, double share) {
+    add(fmt::format("{} fc1 input{}", what, in_bytes), in * h / tsp, share);
+    add(fmt::format("{} fc1 output", what), 2.0 * up * f / tp, share);
+    add(fmt::format("{} fc2 input{}", what, in_bytes), in * f / tp, share);
+  };
+  add("MLP norm input", 2.0 * h / tsp);
+  mlp("MLP", model.ffn_hidden, 1.0 - moe_share);
   if (model.moe()) {
-    // The norm and router inputs, then the routed copies: T k cf etp / tp of them reach this
-    // rank, each keeping its input and its output (which the probability-weighted combine keeps
-    // for the router's gradient), and fc1's output and fc2's input of width f_e / etp. Shared
-    // experts are a dense MLP of width f_e x shared.
+    // The router's input, then the routed copies: T k cf etp / tp of them reach this rank, each
+    // keeping its input and its output (which the probability-weighted combine keeps for the
+    // router's gradient), and fc1's output and fc2's input of width f_e / etp. Shared experts
+    // are a dense MLP of width f_e x shared.
     const double copies = model.top_k * model.capacity_factor / tp;
     const double fe = model.expert_ffn_hidden;
-    double moe =
-        2.0 * h / tsp + 2.0 * h / tsp + copies * ((in + 2.0) * h * etp + (2.0 * up + in) * fe);
-    if (model.shared_experts > 0) moe += mlp(fe * model.shared_experts);
-    per_token = attention + (1.0 - moe_share) * dense + moe_share * moe;
+    add("router input", 2.0 * h / tsp, moe_share);
+    add(fmt::format("routed copies: expert input{}", in_bytes), copies * in * h * etp, moe_share);
+    add("routed copies: expert output (router gradient)", copies * 2.0 * h * etp, moe_share);
+    add("routed copies: expert fc1 output", copies * 2.0 * up * fe, moe_share);
+    add(fmt::format("routed copies: expert fc2 input{}", in_bytes), copies * in * fe, moe_share);
+    if (model.shared_experts > 0) mlp("shared expert", fe * model.shared_experts, moe_share);
   }
-  double per_layer = s * b * per_token;
+  return out;
+}
+
+double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec& p,
+                                  const TrainingSpec& t, int etp) {
+  const double s = static_cast<double>(model.seq_len) / p.cp, b = p.micro_batch, h = model.hidden,
+               a = model.heads, tp = p.tp;
+  const double tsp = p.sequence_parallel ? tp : 1.0;
+  const double in = t.precision == "fp8" ? 1.0 : 2.0;
+  const double up = model.mlp_matrices() - 1.0;
+  const double qk = model.qk_head_dim(), dv = model.v_dim();
+  const double moe_share =
+      model.moe() ? static_cast<double>(model.moe_layers()) / model.layers : 0.0;
+  double per_layer = 0;
+  for (const auto& tensor : activation_tensors(model, p, t, etp)) per_layer += tensor.bytes;
   if (p.recompute == "full") per_layer = 2.0 * s * b * h / tsp;
   // Selective recompute modules drop what they recompute, averaged over the dense and MoE
   // layers; the layer input always stays.
@@ -395,6 +427,32 @@ double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec&
   if (t.attention == "unfused" && p.recompute != "full" && !p.recomputes("core_attn"))
     per_layer += 5.0 * a * s * s * b / tp;
   return per_layer;
+}
+
+std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
+                             const TrainingSpec& t, double activations_GB) {
+  const int etp = p.expert_tp > 0 ? p.expert_tp : p.tp;
+  const auto tensors = activation_tensors(model, p, t, etp);
+  std::size_t width = 24;
+  for (const auto& x : tensors) width = std::max(width, x.name.size());
+  std::string out = fmt::format("{:<{}}  {:>10}\n", "tensor kept per layer", width, "MB");
+  double sum = 0;
+  for (const auto& x : tensors) {
+    out += fmt::format("{:<{}}  {:>10.1f}\n", x.name, width, x.bytes / 1e6);
+    sum += x.bytes;
+  }
+  out += fmt::format("{:<{}}  {:>10.1f}\n", "all of them", width, sum / 1e6);
+  const double kept = activation_bytes_per_layer(model, p, t, etp);
+  if (kept != sum) {
+    const std::string why = p.recompute == "full"        ? "full recompute: the layer input"
+                            : p.recompute == "selective" ? "after selective recompute"
+                                                         : "with the unfused attention scores";
+    out += fmt::format("{:<{}}  {:>10.1f}\n", why, width, kept / 1e6);
+  }
+  if (kept > 0)
+    out += fmt::format("x {:.1f} layer-micro-batches in flight on the first stage = {:.1f} GB\n",
+                       activations_GB * 1e9 / kept, activations_GB);
+  return out;
 }
 
 MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,

@@ -181,10 +181,29 @@ struct MemoryBreakdown {
   }
 };
 
-/// Bytes one layer keeps for its backward per micro-batch on one GPU (averaged over dense and
-/// MoE layers), counted tensor by tensor from the model's widths; `etp` is the expert-TP size.
+/// One tensor a layer keeps for its backward: bytes per micro-batch on one GPU.
+struct ActivationTensor {
+  std::string name;
+  double bytes = 0;
+};
+
+/// The tensors one layer keeps for its backward per micro-batch on one GPU, before any
+/// recompute, averaged over dense and MoE layers (a term of only some layers is weighted by
+/// their share and says so); `etp` is the expert-TP size.
+std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const ParallelismSpec& p,
+                                                 const TrainingSpec& t, int etp);
+
+/// Bytes one layer keeps for its backward per micro-batch on one GPU: activation_tensors()
+/// after recompute (full keeps the layer input; selective drops its modules' tensors), plus the
+/// s x s scores of unfused attention unless recomputed.
 double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec& p,
                                   const TrainingSpec& t, int etp);
+
+/// The profiler view of the activation memory: each kept tensor of a layer (MB per micro-batch),
+/// what recompute leaves, and the layer-micro-batches the first stage holds in flight, which
+/// give `activations_GB`.
+std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
+                             const TrainingSpec& t, double activations_GB);
 
 /// Parameters held by one GPU of the first pipeline stage (the fullest: embedding + layers).
 double params_per_gpu(const ModelSpec& model, const Layout& layout);
