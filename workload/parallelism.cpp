@@ -198,7 +198,7 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   if (p.expert_tp < 0 || (p.expert_tp > 0 && p.tp % p.expert_tp != 0))
     throw core::Error("parallelism.expert_tp", std::to_string(p.expert_tp),
                       fmt::format("must divide parallelism.tp ({}); 0 means as tp", p.tp));
-  const int etp = p.expert_tp > 0 ? p.expert_tp : p.tp;
+  const int etp = p.etp();
   if ((static_cast<long long>(p.tp) * p.dp * p.cp) % (static_cast<long long>(p.ep) * etp) != 0)
     throw core::Error(
         "parallelism.ep", std::to_string(p.ep),
@@ -325,7 +325,7 @@ double params_per_gpu(const ModelSpec& model, const Layout& layout) {
 }
 
 std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const ParallelismSpec& p,
-                                                 const TrainingSpec& t, int etp) {
+                                                 const TrainingSpec& t) {
   // The tensors a layer keeps for its backward, counted one by one (Korthikanti et al.,
   // arXiv 2205.05198, section 4.1, with the model's real widths): per token of the s b this
   // rank holds, in bytes. Sequence parallelism splits the tensors outside the tensor-parallel
@@ -343,11 +343,14 @@ std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const P
   const double qk = model.qk_head_dim(), dv = model.v_dim();
   const double moe_share =
       model.moe() ? static_cast<double>(model.moe_layers()) / model.layers : 0.0;
+  const double etp = p.etp();
   std::vector<ActivationTensor> out;
-  // `per_token` bytes for every token of the micro-batch, in `share` of the layers.
-  auto add = [&](std::string name, double per_token, double share = 1.0) {
+  // `per_token` bytes for every token of the micro-batch, in `share` of the layers; dropped when
+  // selective recompute reruns `module`.
+  auto add = [&](std::string name, double per_token, double share = 1.0, const char* module = "") {
     if (share < 1.0) name += fmt::format(" (x {:.2f} of layers)", share);
-    if (per_token > 0 && share > 0) out.push_back({std::move(name), s * b * per_token * share});
+    if (per_token > 0 && share > 0)
+      out.push_back({std::move(name), s * b * per_token * share, module});
   };
   const char* in_bytes = fp8 ? ", fp8" : "";
   // Attention: the norm input, the QKV projections' input, Q, K and V as the attention kernel
@@ -359,21 +362,22 @@ std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const P
     // rank), and K expanded to every head.
     const double rq = model.q_lora_rank, rkv = model.kv_lora_rank + model.qk_rope_head_dim;
     add("MLA latents (norm and up-projection inputs)", (2.0 + in) * (rq + rkv));
-    add("Q, K, V (K expanded to every head)", 2.0 * a * (2.0 * qk + dv) / tp);
+    add("Q, K, V (K expanded to every head)", 2.0 * a * (2.0 * qk + dv) / tp, 1.0, "mla_up_proj");
   } else {
     add("Q", 2.0 * a * qk / tp);
     add(fmt::format("K, V ({} KV heads)", model.kv_heads), 2.0 * model.kv_heads * (qk + dv) / tp);
   }
   add("attention output", 2.0 * a * dv / tp);
   if (fp8) add("attention output, fp8 copy for the projection", a * dv / tp);
-  // MLP: the norm input, fc1's input, fc1's output (the activation's input) and fc2's input.
-  auto mlp = [&](const std::string& what, double f, double share) {
+  // MLP: the norm input, fc1's input, fc1's output (the activation's input) and fc2's input;
+  // `module` reruns fc1 and the activation.
+  auto mlp = [&](const std::string& what, double f, double share, const char* module) {
     add(fmt::format("{} fc1 input{}", what, in_bytes), in * h / tsp, share);
-    add(fmt::format("{} fc1 output", what), 2.0 * up * f / tp, share);
-    add(fmt::format("{} fc2 input{}", what, in_bytes), in * f / tp, share);
+    add(fmt::format("{} fc1 output", what), 2.0 * up * f / tp, share, module);
+    add(fmt::format("{} fc2 input{}", what, in_bytes), in * f / tp, share, module);
   };
   add("MLP norm input", 2.0 * h / tsp);
-  mlp("MLP", model.ffn_hidden, 1.0 - moe_share);
+  mlp("MLP", model.ffn_hidden, 1.0 - moe_share, "mlp");
   if (model.moe()) {
     // The router's input, then the routed copies: T k cf etp / tp of them reach this rank, each
     // keeping its input and its output (which the probability-weighted combine keeps for the
@@ -385,54 +389,43 @@ std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const P
     add(fmt::format("routed copies: expert input{}", in_bytes), copies * in * h * etp, moe_share);
     add("routed copies: expert output (router gradient)", copies * 2.0 * h * etp, moe_share);
     add("routed copies: expert fc1 output", copies * 2.0 * up * fe, moe_share);
-    add(fmt::format("routed copies: expert fc2 input{}", in_bytes), copies * in * fe, moe_share);
-    if (model.shared_experts > 0) mlp("shared expert", fe * model.shared_experts, moe_share);
+    // (the activation output of the routed copies: T k cf etp / tp copies of width f_e / etp,
+    // T k cf f_e / tp elements whatever the expert layout)
+    add(fmt::format("routed copies: expert fc2 input{}", in_bytes), copies * in * fe, moe_share,
+        "moe_act");
+    if (model.shared_experts > 0)
+      mlp("shared expert", fe * model.shared_experts, moe_share, "shared_experts");
   }
   return out;
 }
 
 double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec& p,
-                                  const TrainingSpec& t, int etp) {
-  const double s = static_cast<double>(model.seq_len) / p.cp, b = p.micro_batch, h = model.hidden,
-               a = model.heads, tp = p.tp;
-  const double tsp = p.sequence_parallel ? tp : 1.0;
+                                  const TrainingSpec& t) {
+  const double s = static_cast<double>(model.seq_len) / p.cp, b = p.micro_batch, h = model.hidden;
+  const double tsp = p.sequence_parallel ? p.tp : 1.0;
   const double in = t.precision == "fp8" ? 1.0 : 2.0;
-  const double up = model.mlp_matrices() - 1.0;
-  const double qk = model.qk_head_dim(), dv = model.v_dim();
-  const double moe_share =
-      model.moe() ? static_cast<double>(model.moe_layers()) / model.layers : 0.0;
+  // Selective recompute modules drop the tensors they rewrite (averaged over the dense and MoE
+  // layers like the tensors themselves); layernorm drops the two norm outputs, the layer's
+  // first linear inputs. The layer input always stays.
   double per_layer = 0;
-  for (const auto& tensor : activation_tensors(model, p, t, etp)) per_layer += tensor.bytes;
-  if (p.recompute == "full") per_layer = 2.0 * s * b * h / tsp;
-  // Selective recompute modules drop what they recompute, averaged over the dense and MoE
-  // layers; the layer input always stays.
-  double dropped = 0;
-  if (p.recomputes("layernorm")) dropped += 2.0 * in * s * b * h / tsp;
-  if (p.recomputes("mlp"))
-    dropped += (1.0 - moe_share) * s * b * (2.0 * up + in) * model.ffn_hidden / tp;
-  if (model.moe()) {
-    // The activation output of the routed token copies on this GPU: T k cf etp / tp copies
-    // of width f_e / etp, T k cf f_e / tp elements whatever the expert layout.
-    if (p.recomputes("moe_act"))
-      dropped += moe_share * in * s * b * model.top_k * model.capacity_factor *
-                 model.expert_ffn_hidden / tp;
-    if (p.recomputes("shared_experts"))
-      dropped +=
-          moe_share * s * b * (2.0 * up + in) * model.expert_ffn_hidden * model.shared_experts / tp;
+  double dropped = p.recomputes("layernorm") ? 2.0 * in * s * b * h / tsp : 0.0;
+  for (const auto& tensor : activation_tensors(model, p, t)) {
+    per_layer += tensor.bytes;
+    if (!tensor.recompute_module.empty() && p.recomputes(tensor.recompute_module))
+      dropped += tensor.bytes;
   }
-  if (model.mla() && p.recomputes("mla_up_proj")) dropped += 2.0 * s * b * a * (2.0 * qk + dv) / tp;
+  if (p.recompute == "full") per_layer = 2.0 * s * b * h / tsp;
   if (p.recompute == "selective") per_layer = std::max(2.0 * s * b * h / tsp, per_layer - dropped);
   // Unfused attention stores the s x s scores: Korthikanti et al.'s 5 a s / (h t) term (2 bytes
   // softmax output, 1 dropout mask, 2 dropout output per score), unless recomputed.
   if (t.attention == "unfused" && p.recompute != "full" && !p.recomputes("core_attn"))
-    per_layer += 5.0 * a * s * s * b / tp;
+    per_layer += 5.0 * model.heads * s * s * b / p.tp;
   return per_layer;
 }
 
 std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
                              const TrainingSpec& t, double activations_GB) {
-  const int etp = p.expert_tp > 0 ? p.expert_tp : p.tp;
-  const auto tensors = activation_tensors(model, p, t, etp);
+  const auto tensors = activation_tensors(model, p, t);
   std::size_t width = 24;
   for (const auto& x : tensors) width = std::max(width, x.name.size());
   std::string out = fmt::format("{:<{}}  {:>10}\n", "tensor kept per layer", width, "MB");
@@ -442,7 +435,7 @@ std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
     sum += x.bytes;
   }
   out += fmt::format("{:<{}}  {:>10.1f}\n", "all of them", width, sum / 1e6);
-  const double kept = activation_bytes_per_layer(model, p, t, etp);
+  const double kept = activation_bytes_per_layer(model, p, t);
   if (kept != sum) {
     const std::string why = p.recompute == "full"        ? "full recompute: the layer input"
                             : p.recompute == "selective" ? "after selective recompute"
@@ -467,8 +460,7 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
                            (1.0 + (layout.v > 1 ? (p.pp - 1.0) / (p.pp * layout.v) : 0.0));
   double stage0_layers = 0;
   for (int c = 0; c < layout.v; ++c) stage0_layers += layout.layers(0, c);
-  m.activations_GB =
-      activation_bytes_per_layer(model, p, t, layout.etp) * stage0_layers * in_flight / 1e9;
+  m.activations_GB = activation_bytes_per_layer(model, p, t) * stage0_layers * in_flight / 1e9;
   m.reserve_GB = t.memory_reserve_GB;
   return m;
 }

@@ -56,6 +56,8 @@ struct ParallelismSpec {
   int tp = 8, pp = 8, dp = 64, ep = 1;
   /// Expert tensor parallelism: each expert's matrices split over etp ranks (0: as tp).
   int expert_tp = 0;
+  /// The expert-TP size in effect: expert_tp, or tp when it is 0.
+  [[nodiscard]] int etp() const { return expert_tp > 0 ? expert_tp : tp; }
   int cp = 1;  ///< context parallelism: the sequence split over cp ranks (ring attention)
   /// Layers per pipeline stage: empty = an even split; with stage_layers_auto the split that
   /// balances stage time (embedding and output layer + loss included) is chosen by the step.
@@ -185,19 +187,21 @@ struct MemoryBreakdown {
 struct ActivationTensor {
   std::string name;
   double bytes = 0;
+  /// The selective-recompute module that reruns what writes it, so drops it (empty: none).
+  std::string recompute_module;
 };
 
 /// The tensors one layer keeps for its backward per micro-batch on one GPU, before any
 /// recompute, averaged over dense and MoE layers (a term of only some layers is weighted by
-/// their share and says so); `etp` is the expert-TP size.
+/// their share and says so).
 std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const ParallelismSpec& p,
-                                                 const TrainingSpec& t, int etp);
+                                                 const TrainingSpec& t);
 
 /// Bytes one layer keeps for its backward per micro-batch on one GPU: activation_tensors()
 /// after recompute (full keeps the layer input; selective drops its modules' tensors), plus the
 /// s x s scores of unfused attention unless recomputed.
 double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec& p,
-                                  const TrainingSpec& t, int etp);
+                                  const TrainingSpec& t);
 
 /// The profiler view of the activation memory: each kept tensor of a layer (MB per micro-batch),
 /// what recompute leaves, and the layer-micro-batches the first stage holds in flight, which
