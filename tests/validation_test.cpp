@@ -354,6 +354,30 @@ TEST_F(ValidationDir, MemoryBoundEfficiencyIsFittedBackFromRunsMadeWithIt) {
   for (const auto& f : r.leave_one_family_out) EXPECT_NEAR(f.max_abs_error_pct, 0.0, 1e-6);
 }
 
+// The fit is a least median of |errors|. Three runs scatter evenly around the model at 0.6
+// (-5 %, 0, +5 %); two more are published at half the speed the model gives (a source's
+// inconsistent pair, both on one side). The least median stays at 0.60, where the three agree
+// best; a median signed error of zero would have moved to make the +5 % run exact.
+TEST_F(ValidationDir, MemoryBoundEfficiencyFitIgnoresOneSidedOutliers) {
+  const StepModel truth = with_memory_bound_efficiency(0.6);
+  const double published_over_truth[] = {1 / 0.95, 1.0, 1 / 1.05, 0.5, 0.5};
+  for (int i = 0; i < 5; ++i) {
+    const int hidden = 512 * (i + 1);
+    auto run = [&](double published) {
+      std::string text = tiny_run(fmt::format("r{}", i), "fsdp", "tokens_per_s_per_gpu", published);
+      text.replace(text.find("hidden: 1024"), 12, fmt::format("hidden: {}", hidden));
+      return text;
+    };
+    const Scenario s = parse_scenario(run(1.0), "x.yaml");
+    const double at_truth = metric_value("tokens_per_s_per_gpu", s, truth(s));
+    write(fmt::format("r{}.yaml", i), run(at_truth * published_over_truth[i]));
+  }
+  const auto cases = load_validation_cases(validation_files(dir_.string()));
+  std::vector<const ValidationCase*> all;
+  for (const auto& c : cases) all.push_back(&c);
+  EXPECT_DOUBLE_EQ(fit_memory_bound_efficiency(all, 1), 0.60);
+}
+
 // The shipped profiles carry the value fitted on the shipped published runs.
 TEST(Validation, ShippedMemoryBoundEfficiencyIsTheFitOfTheShippedRuns) {
   const std::string dir = std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/validation";

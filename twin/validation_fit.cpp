@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "core/stats.hpp"
@@ -13,19 +14,14 @@ namespace {
 
 constexpr double kLowest = 0.1, kHighest = 1.0;
 
-/// Positive when the simulated run is faster than the published one, whatever the metric.
-double speed_error(const ValidationRun& run) {
-  const bool time_like = run.metric == "step_time_s" || run.metric == "time_to_train_days";
-  return time_like ? -run.error_pct : run.error_pct;
-}
-
-/// Median speed error of the training runs that simulate with `efficiency`, or NaN when none do.
-double median_speed_error(const std::vector<ValidationCase>& training, double efficiency,
-                          int threads) {
+/// Median |error| of the training runs that simulate with `efficiency`, or NaN when none
+/// do.
+double median_abs_error(const std::vector<ValidationCase>& training, double efficiency,
+                        int threads) {
   std::vector<double> errors;
   for (const auto& run :
        run_validation(training, with_memory_bound_efficiency(efficiency), threads))
-    if (run.ok) errors.push_back(speed_error(run));
+    if (run.ok) errors.push_back(std::abs(run.error_pct));
   return errors.empty() ? std::nan("") : core::median(std::move(errors));
 }
 
@@ -46,23 +42,27 @@ double fit_memory_bound_efficiency(const std::vector<const ValidationCase*>& tra
   std::vector<ValidationCase> runs;
   for (const auto* c : training)
     if (c->loaded && c->scenario.has_validation) runs.push_back(*c);
-  auto error_at = [&](double e) { return median_speed_error(runs, e, threads); };
-  const double at_highest = error_at(kHighest);
-  if (!std::isfinite(at_highest) || at_highest <= 0) return kHighest;  // too slow even at STREAM
-  if (error_at(kLowest) >= 0) return kLowest;
-  double lo = kLowest, hi = kHighest;
-  while (hi - lo > 0.004) {
-    const double mid = 0.5 * (lo + hi);
-    (error_at(mid) > 0 ? hi : lo) = mid;
+  // The objective is not monotone, so a grid: every 0.05, then every 0.01 around the best.
+  // Ties keep the value met first.
+  double best = kHighest, best_error = std::numeric_limits<double>::infinity();
+  auto consider = [&](double e) {
+    const double error = median_abs_error(runs, e, threads);
+    if (std::isfinite(error) && error < best_error) best = e, best_error = error;
+  };
+  for (int i = 0; kLowest + 0.05 * i <= kHighest + 1e-9; ++i) consider(kLowest + 0.05 * i);
+  const double centre = best;
+  for (int i = -4; i <= 4; ++i) {
+    const double e = std::round(100.0 * centre) / 100.0 + 0.01 * i;
+    if (i != 0 && e >= kLowest - 1e-9 && e <= kHighest + 1e-9) consider(e);
   }
-  return std::round(50.0 * (lo + hi)) / 100.0;
+  return std::round(100.0 * best) / 100.0;
 }
 
 Fitter memory_bound_efficiency_fitter(int threads) {
   Fitter f;
   f.description =
-      "kernels.memory_bound_efficiency, one value for every GPU kind, the median speed error of "
-      "the training runs set to zero";
+      "kernels.memory_bound_efficiency, one value for every GPU kind, the value that minimizes "
+      "the median |error| of the training runs";
   f.parameters = 1;
   f.fit = [threads](const std::vector<const ValidationCase*>& training) {
     const double e = fit_memory_bound_efficiency(training, threads);

@@ -243,10 +243,9 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
     attn_b = b.time_s;
     if (selective) bb.block.recompute.push_back(f);
     bb.block.forward.push_back(std::move(f));
-    bb.block.backward.push_back(bb.c_.memory("flash attention bwd preprocess (dO.O)",
-                                             2.0 * x.T * x.local_heads * x.v_dim * 2.0));
+    // The measured backward rate times the whole backward call, which includes its dO.O
+    // preprocessing kernel and the dQ conversion: neither is a kernel of its own here.
     bb.block.backward.push_back(std::move(b));
-    attn_b += bb.block.backward[bb.block.backward.size() - 2].time_s;
   } else {
     const double scores = bh * x.s_local * x.s;  // elements of the s x s score tensor
     const auto before_f = bb.block.forward.size(), before_b = bb.block.backward.size();
