@@ -4,6 +4,10 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "core/stats.hpp"
@@ -12,17 +16,49 @@
 namespace twin::sim {
 namespace {
 
-constexpr double kLowest = 0.1, kHighest = 1.0;
+constexpr int kLowest = 10, kHighest = 100;  // the search range, in hundredths
 
-/// Median |error| of the training runs that simulate with `efficiency`, or NaN when none
-/// do.
-double median_abs_error(const std::vector<ValidationCase>& training, double efficiency,
-                        int threads) {
-  std::vector<double> errors;
-  for (const auto& run :
-       run_validation(training, with_memory_bound_efficiency(efficiency), threads))
-    if (run.ok) errors.push_back(std::abs(run.error_pct));
-  return errors.empty() ? std::nan("") : core::median(std::move(errors));
+/// The |error| of each run at each efficiency tried (in hundredths), kept across the fits of one
+/// `validate`: the leave-one-family-out fits try the same grid on subsets of the same runs.
+class ErrorMemo {
+ public:
+  /// Median |error| of the runs that simulate at `cents` / 100, or NaN when none do.
+  double median_abs_error(const std::vector<const ValidationCase*>& runs, int cents, int threads) {
+    std::vector<ValidationCase> missing;
+    for (const auto* c : runs)
+      if (!errors_.contains({c->path, cents})) missing.push_back(*c);
+    const auto simulated =
+        run_validation(missing, with_memory_bound_efficiency(cents / 100.0), threads);
+    for (std::size_t i = 0; i < missing.size(); ++i)
+      errors_[{missing[i].path, cents}] =
+          simulated[i].ok ? std::optional(std::abs(simulated[i].error_pct)) : std::nullopt;
+    std::vector<double> errors;
+    for (const auto* c : runs)
+      if (const auto& e = errors_.at({c->path, cents})) errors.push_back(*e);
+    return errors.empty() ? std::nan("") : core::median(std::move(errors));
+  }
+
+ private:
+  std::map<std::pair<std::string, int>, std::optional<double>> errors_;
+};
+
+double fit(const std::vector<const ValidationCase*>& training, int threads, ErrorMemo& memo) {
+  std::vector<const ValidationCase*> runs;
+  for (const auto* c : training)
+    if (c->loaded && c->scenario.has_validation) runs.push_back(c);
+  // The objective is not monotone, so a grid: every 0.05, then every 0.01 around the best.
+  // Ties keep the value met first.
+  int best = kHighest;
+  double best_error = std::numeric_limits<double>::infinity();
+  auto consider = [&](int cents) {
+    const double error = memo.median_abs_error(runs, cents, threads);
+    if (std::isfinite(error) && error < best_error) best = cents, best_error = error;
+  };
+  for (int cents = kLowest; cents <= kHighest; cents += 5) consider(cents);
+  const int centre = best;
+  for (int cents = std::max(kLowest, centre - 4); cents <= std::min(kHighest, centre + 4); ++cents)
+    if (cents != centre) consider(cents);
+  return best / 100.0;
 }
 
 }  // namespace
@@ -39,23 +75,8 @@ StepModel with_memory_bound_efficiency(double efficiency) {
 
 double fit_memory_bound_efficiency(const std::vector<const ValidationCase*>& training,
                                    int threads) {
-  std::vector<ValidationCase> runs;
-  for (const auto* c : training)
-    if (c->loaded && c->scenario.has_validation) runs.push_back(*c);
-  // The objective is not monotone, so a grid: every 0.05, then every 0.01 around the best.
-  // Ties keep the value met first.
-  double best = kHighest, best_error = std::numeric_limits<double>::infinity();
-  auto consider = [&](double e) {
-    const double error = median_abs_error(runs, e, threads);
-    if (std::isfinite(error) && error < best_error) best = e, best_error = error;
-  };
-  for (int i = 0; kLowest + 0.05 * i <= kHighest + 1e-9; ++i) consider(kLowest + 0.05 * i);
-  const double centre = best;
-  for (int i = -4; i <= 4; ++i) {
-    const double e = std::round(100.0 * centre) / 100.0 + 0.01 * i;
-    if (i != 0 && e >= kLowest - 1e-9 && e <= kHighest + 1e-9) consider(e);
-  }
-  return std::round(100.0 * best) / 100.0;
+  ErrorMemo memo;
+  return fit(training, threads, memo);
 }
 
 Fitter memory_bound_efficiency_fitter(int threads) {
@@ -64,8 +85,9 @@ Fitter memory_bound_efficiency_fitter(int threads) {
       "kernels.memory_bound_efficiency, one value for every GPU kind, the value that minimizes "
       "the median |error| of the training runs";
   f.parameters = 1;
-  f.fit = [threads](const std::vector<const ValidationCase*>& training) {
-    const double e = fit_memory_bound_efficiency(training, threads);
+  f.fit = [threads, memo = std::make_shared<ErrorMemo>()](
+              const std::vector<const ValidationCase*>& training) {
+    const double e = fit(training, threads, *memo);
     return FitResult{with_memory_bound_efficiency(e),
                      fmt::format("kernels.memory_bound_efficiency = {:.2f} ({} run{})", e,
                                  training.size(), training.size() == 1 ? "" : "s")};
