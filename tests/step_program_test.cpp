@@ -1,0 +1,451 @@
+// Closed-form checks of the step program: unfused attention bytes, cross-entropy, casts and
+// recompute, separate data- and weight-gradient GEMMs, TP overlap, balanced uneven pipeline
+// stages, MLA, ring-attention traffic, and the errors of bad input.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "calibrate/profile.hpp"
+#include "core/error.hpp"
+#include "program_helpers.hpp"
+#include "test_helpers.hpp"
+#include "twin/scenario.hpp"
+#include "twin/step_sim.hpp"
+#include "workload/kernel_cost.hpp"
+#include "workload/step_program.hpp"
+
+namespace twin::workload {
+namespace {
+
+using test::eight_sequences;
+using test::h100_bf16;
+using test::one_stage;
+
+ModelSpec small_model() {
+  ModelSpec m = model_preset("llama3-8b");
+  m.seq_len = 2048;
+  return m;
+}
+
+/// The forward or backward kernels of the program's block labelled `label` ("dense layer",
+/// "output layer + loss").
+std::vector<Kernel> block_kernels(const ChunkProgram& prog, const std::string& label,
+                                  bool forward = true) {
+  for (const auto& b : prog.blocks)
+    if (b.label == label) return forward ? b.forward : b.backward;
+  ADD_FAILURE() << "no block " << label;
+  return {};
+}
+
+TEST(StepProgram, UnfusedAttentionMovesTheScoreTensors) {
+  // Per layer and micro-batch, forward: fused scale-mask-softmax 4 B and dropout 5 B per score
+  // element, b a / t s^2 elements (Korthikanti et al.'s 5 a s^2 b activation bytes + 4).
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  t.attention = "unfused";
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
+  const double elements = 1.0 * (32 / 2) * 2048.0 * 2048.0;
+  double bytes = 0;
+  for (const auto& k : block_kernels(prog, "dense layer"))
+    if (k.name == "scale-mask-softmax" || k.name == "attention dropout") bytes += k.bytes;
+  EXPECT_DOUBLE_EQ(bytes, 9.0 * elements);
+  // Unfused PyTorch ops: scale, mask, softmax and dropout, 17 B per element.
+  t.fused_kernels = false;
+  const ChunkProgram slow = chunk_program(m, p, t, layout, c, 0, 0);
+  double unfused = 0;
+  for (const auto& k : block_kernels(slow, "dense layer"))
+    if (k.name.find("softmax") != std::string::npos ||
+        k.name.find("attention dropout") != std::string::npos)
+      unfused += k.bytes;
+  EXPECT_DOUBLE_EQ(unfused, 17.0 * elements);
+  EXPECT_GT(slow.forward_s, prog.forward_s);
+  // Flash attention is faster than either.
+  t.attention = "flash";
+  t.fused_kernels = true;
+  EXPECT_LT(chunk_program(m, p, t, layout, c, 0, 0).forward_s, prog.forward_s);
+}
+
+TEST(StepProgram, CrossEntropyBytesFollowItsImplementation) {
+  // The loss block of a TP 2 stage holding the output layer: T x V / tp logits per rank.
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  const double logits = 2048.0 * m.vocab / 2;
+  auto loss_bytes = [&](const TrainingSpec& s, bool forward) {
+    double bytes = 0;
+    const ChunkProgram prog = chunk_program(m, p, s, layout, c, 0, 0);
+    for (const auto& k : block_kernels(prog, "output layer + loss", forward))
+      if (k.name.find("cross-entropy") != std::string::npos) bytes += k.bytes;
+    return bytes;
+  };
+  // Fused (one pass): the bf16 logits read, the gradient written in place (6 + 4 B).
+  EXPECT_DOUBLE_EQ(loss_bytes(t, true), 6.0 * logits);
+  EXPECT_DOUBLE_EQ(loss_bytes(t, false), 4.0 * logits);
+  // Megatron's VocabParallelCrossEntropy, op by op in fp32: cast (2 + 4), max (4), subtract
+  // (4 + 4), exp (4 + 4), sum (4), divide (4 + 4) = 38 B forward.
+  t.cross_entropy = "unfused";
+  EXPECT_DOUBLE_EQ(loss_bytes(t, true), 38.0 * logits);
+  EXPECT_DOUBLE_EQ(loss_bytes(t, false), 26.0 * logits);
+  // auto follows fused_kernels; an explicit choice does not.
+  t.cross_entropy = "auto";
+  t.fused_kernels = false;
+  EXPECT_DOUBLE_EQ(loss_bytes(t, true), 38.0 * logits);
+  t.cross_entropy = "fused";
+  EXPECT_DOUBLE_EQ(loss_bytes(t, true), 6.0 * logits);
+}
+
+TEST(StepProgram, Fp16RunsAtTheBf16RateAndUnscalesItsGradients) {
+  // FP16 and BF16 share the tensor-core rate; dynamic loss scaling adds one read and write of
+  // each fp32 gradient (8 B per parameter) before clipping and Adam.
+  const calibrate::Profile& h100 = h100_bf16().profile();
+  const KernelCoster fp16(h100, "fp16");
+  EXPECT_DOUBLE_EQ(fp16.gemm("g", 4096, 4096, 4096).time_s,
+                   h100_bf16().gemm("g", 4096, 4096, 4096).time_s);
+  const OptimizerProgram plain = optimizer_program(1e9, 1e9, fp16);
+  const OptimizerProgram scaled = optimizer_program(1e9, 1e9, fp16, true);
+  ASSERT_EQ(scaled.kernels.size(), plain.kernels.size() + 1);
+  EXPECT_DOUBLE_EQ(scaled.kernels.front().bytes, 8.0e9);
+  EXPECT_NEAR(scaled.seconds - plain.seconds, scaled.kernels.front().time_s, 1e-12);
+}
+
+TEST(StepProgram, Fp32WeightsUnderAutocastAreCastWhereUsed) {
+  // FSDP gathering fp32 weights (param_dtype unset): autocast casts each weight to bf16 where a
+  // GEMM uses it (read 4 + write 2 bytes per weight) and backward casts its gradient back to
+  // fp32 (read 2 + write 4). The attention-score GEMMs have no weights; bf16 gathers cast nothing.
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(1);
+  TrainingSpec t = eight_sequences();
+  t.attention = "unfused";
+  const Layout layout = make_layout(m, p, t, 8);
+  auto casts = [&](const TrainingSpec& s, bool forward) {
+    std::map<std::string, double> bytes;
+    const ChunkProgram prog = chunk_program(m, p, s, layout, h100_bf16(), 0, 0);
+    for (const auto& k : block_kernels(prog, "dense layer", forward))
+      if (k.name.find("cast") != std::string::npos) bytes[k.name] = k.bytes;
+    return bytes;
+  };
+  EXPECT_TRUE(casts(t, true).empty());
+  t.param_gather_dtype = "fp32";
+  const auto fwd = casts(t, true);
+  const double qkv_weights = static_cast<double>(m.hidden) * (m.q_width() + 2 * m.kv_width());
+  EXPECT_DOUBLE_EQ(fwd.at("qkv weight cast (autocast)"), 6.0 * qkv_weights);
+  EXPECT_DOUBLE_EQ(casts(t, false).at("qkv weight grad cast"), 6.0 * qkv_weights);
+  EXPECT_EQ(fwd.count("attention QK^T weight cast (autocast)"), 0u);
+  EXPECT_EQ(fwd.count("attention AV weight cast (autocast)"), 0u);
+  // One cast per weight matrix of the layer: qkv, proj, fc1, fc2.
+  EXPECT_EQ(fwd.size(), 4u);
+}
+
+TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
+  // Llama 3 8B shape, TP 2 with sequence parallelism, s = 2048, b = 1.
+  const ModelSpec m = small_model();
+  ParallelismSpec p;
+  p.tp = 2;
+  p.pp = 1;
+  p.dp = 4;
+  p.recompute = "selective";
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  auto recomputed = [&](const ParallelismSpec& q) {
+    std::vector<std::string> names;
+    for (const auto& b : chunk_program(m, q, t, layout, c, 0, 0).blocks)
+      if (b.label == "dense layer")
+        for (const auto& k : b.recompute) names.push_back(k.name);
+    return names;
+  };
+  // Megatron-Core's default module is the attention core.
+  EXPECT_EQ(recomputed(p), std::vector<std::string>{"flash attention fwd"});
+  ParallelismSpec q = p;
+  q.recompute_modules = {"layernorm", "mlp"};
+  EXPECT_EQ(recomputed(q),
+            (std::vector<std::string>{"input norm", "mlp norm", "fc1", "swiglu", "fc2"}));
+  // Memory: the two norm outputs (2 x 2 s b h / t) and the MLP's fc1 and activation outputs
+  // (2 s b (2 f + f) / t) leave each layer's activations.
+  const double s_b_h = 2048.0 * 4096;
+  const double per_layer = 2.0 * 2.0 * s_b_h / 2 + 2.0 * 2048 * 3 * 14336 / 2;
+  const double in_flight_layers = 32;  // pp 1: one micro-batch of every layer
+  EXPECT_NEAR(memory_per_gpu(m, p, t, layout).activations_GB -
+                  memory_per_gpu(m, q, t, layout).activations_GB,
+              per_layer * in_flight_layers / 1e9, 1e-9);
+}
+
+TEST(StepProgram, BackwardHasItsOwnDataAndWeightGradientGemms) {
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(1);
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
+  bool dgrad = false, wgrad = false;
+  for (const auto& b : prog.blocks)
+    for (const auto& k : b.backward) {
+      // fc2 forward is (T, h, f): dgrad (T, f, h), wgrad (h, f, T).
+      if (k.name == "fc2 dgrad") dgrad = k.shape == "2048x14336x4096";
+      if (k.name == "fc2 wgrad") wgrad = k.shape == "4096x14336x2048";
+    }
+  EXPECT_TRUE(dgrad);
+  EXPECT_TRUE(wgrad);
+}
+
+TEST(StepProgram, TpOverlapRunsTheGemmsBesideItsTransfersInChunks) {
+  // TP 4 with sequence parallelism and userbuffers overlap: the all-gathered GEMMs (QKV, fc1)
+  // run as 4 ring-exchange steps of T / 4 rows; in BF16 the reduce-scattered ones (proj, fc2)
+  // are pipelined over 4 chunks with 16 SMs kept, in FP8 they are ring exchanges keeping one.
+  // The data-gradient GEMMs of proj and fc2 take the all-gathered gradient in 4 steps too.
+  const ModelSpec m = small_model();
+  const ParallelismSpec p = one_stage(4);
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  auto shapes = [&](const KernelCoster& c) {
+    std::map<std::string, std::string> out;
+    for (const auto& b : chunk_program(m, p, t, layout, c, 0, 0).blocks)
+      for (const auto* list : {&b.forward, &b.backward})
+        for (const auto& k : *list) out[k.name] = k.shape;
+    return out;
+  };
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster fp8(h100, "fp8");
+  auto bf16 = shapes(h100_bf16());
+  EXPECT_EQ(bf16["qkv"], "4 x 512x1536x4096");
+  EXPECT_EQ(bf16["fc1"], "4 x 512x7168x4096");
+  EXPECT_EQ(bf16["fc2"], "4 x 512x4096x3584 on 116 SMs");
+  EXPECT_EQ(bf16["fc2 dgrad"], "4 x 512x3584x4096");
+  EXPECT_EQ(bf16["qkv dgrad"], "2048x4096x1536");  // bulk overlap: one launch
+  EXPECT_EQ(bf16["fc2 wgrad"], "4096x3584x2048");
+  t.precision = "fp8";
+  EXPECT_EQ(shapes(fp8)["fc2"], "4 x 512x4096x3584 on 131 SMs");
+  t.precision = "bf16";
+  t.tp_comm_overlap = false;
+  EXPECT_EQ(shapes(h100_bf16())["qkv"], "2048x1536x4096");
+}
+
+TEST(Pipeline, BalancedSplitOf126LayersOn16Stages) {
+  // One layer takes 1; the embedding 0.05 and the output layer + loss 0.6 of a layer: the
+  // slowest stage is 8 layers, so the first and last stage give up one each: 7, 8 x 14, 7.
+  const auto split = balance_stage_layers(126, 16, 1.0, 0.05, 0.6);
+  std::vector<int> expected(16, 8);
+  expected.front() = 7;
+  expected.back() = 7;
+  EXPECT_EQ(split, expected);
+  // Even work splits evenly.
+  EXPECT_EQ(balance_stage_layers(32, 4, 1.0, 0.0, 0.0), std::vector<int>(4, 8));
+}
+
+TEST(Pipeline, AutoStageLayersRunsLlama405bOn16Stages) {
+  const sim::Scenario s =
+      sim::load_scenario("", {"model.preset=llama3-405b", "parallelism.pp=16", "parallelism.dp=32",
+                              "parallelism.virtual_stages=1", "parallelism.stage_layers=auto",
+                              "parallelism.recompute=full", "training.global_batch=512"});
+  const sim::StepReport r = sim::simulate_step(s);
+  ASSERT_EQ(r.stage_layers.size(), 16u);
+  int sum = 0;
+  for (int n : r.stage_layers) sum += n;
+  EXPECT_EQ(sum, 126);
+  EXPECT_EQ(r.stage_layers.back(), 7);  // the output layer of a 128K vocabulary is worth ~1
+}
+
+TEST(Pipeline, PlainOneFOneBSendsBlockTheSendingStage) {
+  // Two stages, no interleaving: each forward of stage 0 hands its activation over with a
+  // blocking send, so stage 0's next op starts no earlier than that transfer's end (which is
+  // when stage 1's forward of the same micro-batch may start).
+  const sim::StepReport r = sim::simulate_step(sim::load_scenario(
+      "", {"cluster.nodes=2", "model.preset=llama3-8b", "parallelism.tp=8", "parallelism.pp=2",
+           "parallelism.dp=1", "parallelism.virtual_stages=1", "training.global_batch=8"}));
+  std::vector<const sim::TimelineOp*> stage0;
+  std::vector<double> arrives(8, -1.0);
+  for (const auto& op : r.timeline) {
+    if (op.stream != "compute" || op.micro_batch < 0) continue;
+    if (op.stage == 0) stage0.push_back(&op);
+    if (op.stage == 1 && op.forward)
+      arrives[static_cast<std::size_t>(op.micro_batch)] = op.p2p_end_s;
+  }
+  int checked = 0;
+  for (std::size_t i = 0; i + 1 < stage0.size(); ++i) {
+    if (!stage0[i]->forward) continue;
+    const double arrival = arrives[static_cast<std::size_t>(stage0[i]->micro_batch)];
+    ASSERT_GT(arrival, stage0[i]->end_s);  // the transfer takes time
+    EXPECT_GE(stage0[i + 1]->start_s, arrival - 1e-12);
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
+TEST(Pipeline, ScatterGatherSendsOneTpShareAndGathersItOnNvlink) {
+  // Llama 3 8B, TP 8 x PP 2 on 2 nodes, no sequence parallelism: each TP rank holds the whole
+  // activation T h 2 = 2048 x 4096 x 2 bytes. Scatter-gather sends 1/8 of it across the fabric
+  // and the next stage all-gathers T h 2 in its node; without it all 8 ranks send T h 2 each.
+  auto run = [](bool scatter_gather) {
+    return sim::simulate_step(sim::load_scenario(
+        "", {"cluster.nodes=2", "model.preset=llama3-8b", "model.seq_len=2048", "parallelism.tp=8",
+             "parallelism.pp=2", "parallelism.dp=1", "parallelism.sequence_parallel=false",
+             "parallelism.virtual_stages=1", "training.global_batch=8",
+             fmt::format("training.pp_scatter_gather={}", scatter_gather)}));
+  };
+  auto seconds = [](const sim::StepReport& r, const std::string& name) {
+    for (const auto& [n, s] : r.collective_times)
+      if (n == name) return s;
+    return -1.0;
+  };
+  const sim::StepReport split = run(true), whole = run(false);
+  const double activation = 2048.0 * 4096 * 2;
+  EXPECT_DOUBLE_EQ(split.program.chunks[0][0].p2p_bytes, activation / 8);
+  EXPECT_DOUBLE_EQ(whole.program.chunks[0][0].p2p_bytes, activation);
+  // 2 MiB vs 16 MiB over one 400 Gb/s NIC per rank: the bandwidth term shrinks 8x; latency
+  // keeps the ratio below 8.
+  const double send_split = seconds(split, "PP send/recv s0");
+  const double send_whole = seconds(whole, "PP send/recv s0");
+  ASSERT_GT(send_split, 0);
+  EXPECT_GT(send_whole / send_split, 4.0);
+  EXPECT_GT(seconds(split, "PP all_gather s1"), 0);
+  EXPECT_LT(seconds(whole, "PP all_gather s1"), 0);  // not issued
+  EXPECT_LT(split.step_time_s, whole.step_time_s);
+}
+
+TEST(Pipeline, FullRecomputeReissuesTheForwardTpCollectives) {
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  const KernelCoster& c = h100_bf16();
+  for (const char* recompute : {"none", "selective", "full"}) {
+    p.recompute = recompute;
+    const ChunkProgram prog = chunk_program(m, p, t, make_layout(m, p, t, 8), c, 0, 0);
+    EXPECT_EQ(prog.tp_collectives, 2 * m.layers);  // two slots per layer and direction
+    EXPECT_EQ(prog.recompute_tp_collectives, p.recompute == "full" ? 2 * m.layers : 0);
+  }
+}
+
+ModelSpec deepseek_v3_attention() {
+  ModelSpec m = small_model();  // llama3-8b's layers, DeepSeek-V3's attention
+  m.hidden = 7168;
+  m.heads = 128;
+  m.kv_heads = 128;
+  m.head_dim = 128;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  m.seq_len = 4096;
+  return m;
+}
+
+TEST(Mla, ParametersAndScoreFlopsOfDeepSeekV3Attention) {
+  // q: 7168 x 1536 + 1536 x 128 x 192; kv: 7168 x (512 + 64) + 512 x 128 x (128 + 128);
+  // out: 128 x 128 x 7168 = 187,105,280 parameters per layer.
+  const ModelSpec m = deepseek_v3_attention();
+  EXPECT_DOUBLE_EQ(m.attention_params(), 187105280.0);
+  // Scores: 2 T s a (192 + 128) per layer, full square.
+  EXPECT_DOUBLE_EQ(m.attention_score_flops(1), m.layers * 2.0 * 4096 * 4096 * 128 * (192 + 128));
+  // The flash kernel computes the causal half of that forward for its local heads.
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  const KernelCoster& c = h100_bf16();
+  const ChunkProgram prog = chunk_program(m, p, t, make_layout(m, p, t, 8), c, 0, 0);
+  bool found = false;
+  for (const auto& b : prog.blocks)
+    for (const auto& k : b.forward)
+      if (k.name == "flash attention fwd") {
+        EXPECT_DOUBLE_EQ(k.flops, 2.0 * 64 * 4096 * 4096 * (192 + 128) * 0.5);
+        EXPECT_EQ(k.shape, "64x(s 4096x4096, d 192/128)");
+        found = true;
+      }
+  EXPECT_TRUE(found);
+  // MLA fields without a latent, or with grouped KV heads, name the field.
+  ModelSpec bad = small_model();
+  bad.v_head_dim = 128;
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.kv_lora_rank");
+  bad = deepseek_v3_attention();
+  bad.kv_heads = 8;
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.kv_heads");
+}
+
+TEST(ContextParallel, RingAttentionExchangesKvBlocks) {
+  // cp = 2, tp = 1: each rank holds T = s / 2 tokens and sends its K and V blocks,
+  // 2 x T x h_kv x 2 bytes, once per layer forward (cp - 1 steps) around the ring.
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelismSpec p;
+  p.tp = 1;
+  p.cp = 2;
+  p.pp = 1;
+  p.dp = 4;
+  const TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  EXPECT_EQ(layout.dp, 8);  // replicas of the stage: dp x cp
+  const KernelCoster& c = h100_bf16();
+  const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
+  EXPECT_DOUBLE_EQ(prog.cp_bytes, 2.0 * 4096 * 1024 * 2.0);
+  EXPECT_EQ(prog.cp_exchanges, 32);
+  // The attention kernels compute half the causal square of the whole sequence each.
+  ParallelismSpec one = p;
+  one.cp = 1;
+  one.dp = 8;
+  const ChunkProgram whole = chunk_program(m, one, t, make_layout(m, one, t, 8), c, 0, 0);
+  EXPECT_NEAR(prog.forward_flops / whole.forward_flops, 0.5, 1e-9);
+}
+
+TEST(ContextParallel, StepRunsWithCpAndTrafficGrowsWithIt) {
+  const sim::Scenario s = sim::load_scenario(
+      "", {"cluster.nodes=4", "fabric.tiers=2", "fabric.switch_radix=16", "model.preset=llama3-8b",
+           "parallelism.tp=4", "parallelism.cp=2", "parallelism.pp=1", "parallelism.dp=4",
+           "parallelism.virtual_stages=1", "training.global_batch=16"});
+  const sim::StepReport r = sim::simulate_step(s);
+  EXPECT_GT(r.step_time_s, 0);
+  bool found = false;
+  for (const auto& [name, seconds] : r.collective_times)
+    if (name.rfind("CP ring", 0) == 0) found = seconds > 0;
+  EXPECT_TRUE(found);
+}
+
+TEST(BadInput, RecomputeModulesNameTheField) {
+  auto error_of = [](const std::vector<std::string>& sets) {
+    return test::error_of([&] { sim::simulate_step(sim::load_scenario("", sets)); });
+  };
+  const core::Error without_selective = error_of({"parallelism.recompute_modules=[layernorm]"});
+  EXPECT_EQ(without_selective.field(), "parallelism.recompute_modules");
+  EXPECT_NE(std::string(without_selective.what()).find("selective"), std::string::npos);
+  for (const char* module : {"moe", "attention"})
+    EXPECT_EQ(error_of({"parallelism.recompute=selective",
+                        fmt::format("parallelism.recompute_modules=[{}]", module)})
+                  .field(),
+              "parallelism.recompute_modules")
+        << module;
+}
+
+TEST(BadInput, StageLayersCpAndAttentionNameTheField) {
+  auto field = [](std::vector<std::string> sets) {
+    return test::error_of([&] { sim::simulate_step(sim::load_scenario("", sets)); }).field();
+  };
+  EXPECT_EQ(field({"parallelism.virtual_stages=1", "parallelism.stage_layers=[20, 20, 20, 19]"}),
+            "parallelism.stage_layers");
+  EXPECT_EQ(field({"parallelism.virtual_stages=1", "parallelism.stage_layers=[40, 40]"}),
+            "parallelism.stage_layers");
+  EXPECT_EQ(field({"parallelism.cp=3", "parallelism.dp=42", "cluster.nodes=504"}),
+            "parallelism.cp");
+  EXPECT_EQ(field({"training.attention=sparse"}), "training.attention");
+  EXPECT_EQ(field({"parallelism.virtual_stages=0"}), "parallelism.virtual_stages");
+  // A profile without flash-attention measurements cannot run flash attention.
+  auto j = nlohmann::ordered_json::parse(calibrate::to_json(calibrate::load_profile("h100-sxm")));
+  j["kernels"].erase("flash_attention");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "clustertwin-no-flash.json").string();
+  std::ofstream(path) << j.dump(2);
+  EXPECT_EQ(field({"cluster.gpu=" + path}), "training.attention");
+  EXPECT_GT(sim::simulate_step(
+                sim::load_scenario("", {"cluster.gpu=" + path, "training.attention=unfused",
+                                        "parallelism.recompute=selective"}))
+                .step_time_s,
+            0);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace twin::workload
