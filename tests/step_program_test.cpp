@@ -324,6 +324,69 @@ TEST(Pipeline, FullRecomputeReissuesTheForwardTpCollectives) {
   }
 }
 
+// recompute_layers (Megatron-Core's recompute_method block): the first N layers of a chunk rerun
+// their forward, the others keep their activations. Everything that full recompute adds scales
+// with N / L: the backward time, the reissued TP collectives, the hardware FLOPs; the memory is
+// N layers' inputs plus (L - N) layers' full activations.
+TEST(Pipeline, RecomputeLayersRecomputesTheFirstLayersOfEachChunk) {
+  const ModelSpec m = small_model();  // 32 layers, one chunk
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  const KernelCoster& c = h100_bf16();
+  const Layout layout = make_layout(m, p, t, 8);
+  auto program = [&](const char* recompute, int layers) {
+    ParallelismSpec q = p;
+    q.recompute = recompute;
+    q.recompute_layers = layers;
+    return chunk_program(m, q, t, layout, c, 0, 0);
+  };
+  const ChunkProgram none = program("none", 0), all = program("full", 0),
+                     twelve = program("full", 12);
+  const double L = m.layers;
+  EXPECT_NEAR(twelve.backward_s - none.backward_s, 12 / L * (all.backward_s - none.backward_s),
+              1e-12);
+  EXPECT_DOUBLE_EQ(twelve.forward_s, all.forward_s);
+  EXPECT_EQ(twelve.recompute_tp_collectives, 2 * 12);
+  EXPECT_EQ(all.recompute_tp_collectives, 2 * m.layers);
+  ASSERT_EQ(twelve.blocks.size(), 4U);  // embedding, 12 recomputed, 20 kept, output layer
+  EXPECT_EQ(twelve.blocks[1].label, "dense layer (recomputed)");
+  EXPECT_EQ(twelve.blocks[1].count, 12);
+  EXPECT_EQ(twelve.blocks[2].label, "dense layer");
+  EXPECT_EQ(twelve.blocks[2].count, 20);
+  EXPECT_TRUE(twelve.blocks[2].recompute.empty());
+  // As many layers as the chunk has, or more, is every layer.
+  EXPECT_DOUBLE_EQ(program("full", 32).backward_s, all.backward_s);
+  // Memory: 12 layer inputs (2 s b h / t with SP) and 20 layers of everything.
+  ParallelismSpec q = p;
+  const double kept = memory_per_gpu(m, q, t, layout).activations_GB / L;
+  q.recompute = "full";
+  const double input = memory_per_gpu(m, q, t, layout).activations_GB / L;
+  EXPECT_NEAR(input, 2.0 * 2048 * 4096 / 2 / 1e9, 1e-12);
+  q.recompute_layers = 12;
+  EXPECT_NEAR(memory_per_gpu(m, q, t, layout).activations_GB, 12 * input + 20 * kept, 1e-9);
+  EXPECT_NE(activation_table(m, q, t, 1.0).find("the first 12 layers of each chunk recomputed"),
+            std::string::npos);
+}
+
+// The hardware FLOPs of recompute_layers: the recomputed share of the layers' forward.
+TEST(Pipeline, RecomputeLayersCountsItsShareOfTheHardwareFlops) {
+  const std::vector<std::string> base = {"cluster.nodes=4",          "fabric.tiers=2",
+                                         "fabric.switch_radix=16",   "model.preset=llama3-8b",
+                                         "parallelism.tp=2",         "parallelism.pp=2",
+                                         "parallelism.dp=8",         "parallelism.virtual_stages=2",
+                                         "training.global_batch=64", "parallelism.recompute=full"};
+  auto step = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    return sim::simulate_step(sim::load_scenario("", extra));
+  };
+  const sim::StepReport all = step({}), three = step({"parallelism.recompute_layers=3"});
+  // 32 layers in 4 chunks of 8: 3 of each 8 recomputed.
+  EXPECT_NEAR(three.hardware_flops_per_step - three.model_flops_per_step,
+              3.0 / 8 * (all.hardware_flops_per_step - all.model_flops_per_step),
+              1e-9 * all.model_flops_per_step);
+  EXPECT_LT(three.step_time_s, all.step_time_s);
+}
+
 ModelSpec deepseek_v3_attention() {
   ModelSpec m = small_model();  // llama3-8b's layers, DeepSeek-V3's attention
   m.hidden = 7168;
@@ -418,6 +481,19 @@ TEST(BadInput, RecomputeModulesNameTheField) {
                   .field(),
               "parallelism.recompute_modules")
         << module;
+}
+
+TEST(BadInput, RecomputeLayersNameTheField) {
+  auto field = [](std::vector<std::string> sets) {
+    return test::error_of([&] { sim::simulate_step(sim::load_scenario("", sets)); }).field();
+  };
+  EXPECT_EQ(field({"parallelism.recompute_layers=2"}), "parallelism.recompute_layers");
+  EXPECT_EQ(field({"parallelism.recompute=selective", "parallelism.recompute_layers=2"}),
+            "parallelism.recompute_layers");
+  EXPECT_EQ(field({"parallelism.recompute=full", "parallelism.recompute_layers=81"}),
+            "parallelism.recompute_layers");
+  EXPECT_EQ(field({"parallelism.recompute=full", "parallelism.recompute_layers=-1"}),
+            "parallelism.recompute_layers");
 }
 
 TEST(BadInput, StageLayersCpAndAttentionNameTheField) {

@@ -261,6 +261,11 @@ void parallelism(std::vector<Entry>& t) {
                     "reduce-scatter)"));
   t.push_back(plain("parallelism.recompute", p(&ParallelismSpec::recompute), "",
                     one_of({"none", "selective", "full"}), "Activation recomputation"));
+  t.push_back(plain("parallelism.recompute_layers", p(&ParallelismSpec::recompute_layers), "layers",
+                    at_least(0),
+                    "With recompute: full, only the first N layers of each pipeline chunk are "
+                    "recomputed and the others keep their activations (Megatron-Core "
+                    "recompute_method block, recompute_num_layers N); 0: every layer"));
   t.push_back(custom_list(
       "parallelism.recompute_modules",
       "With recompute: selective, the parts of a layer recomputed in backward (Megatron-Core "

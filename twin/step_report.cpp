@@ -22,7 +22,10 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
       p.tp, p.cp, p.pp, r.virtual_stages, p.virtual_stages == 0 ? ", auto" : "", p.dp, p.ep,
       p.expert_tp > 0 ? fmt::format(" (expert tp {})", p.expert_tp) : "", p.zero,
       p.hsdp_shard > 0 ? fmt::format(" (HSDP shard {})", p.hsdp_shard) : "", p.micro_batch,
-      r.micro_batches, p.recompute);
+      r.micro_batches,
+      p.recompute == "full" && p.recompute_layers > 0
+          ? fmt::format("full (the first {} layers of each chunk)", p.recompute_layers)
+          : p.recompute);
   if (p.stage_layers_auto || !p.stage_layers.empty())
     out += fmt::format("stage layers {}{}\n", fmt::join(r.stage_layers, " "),
                        p.stage_layers_auto ? " (auto: balanced with embedding and loss)" : "");

@@ -256,10 +256,17 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;
   r.model_flops_per_step = model.training_flops(t.global_batch);
   double recompute = 0;
-  // Full recompute reruns every layer's forward but not the output layer (Narayanan et al.).
-  if (p.recompute == "full")
-    recompute = model.forward_flops(t.global_batch) -
-                2.0 * t.global_batch * model.seq_len * model.vocab * model.hidden;
+  // Full recompute reruns every layer's forward but not the output layer (Narayanan et al.);
+  // with recompute_layers, the first layers of each chunk only.
+  if (p.recompute == "full") {
+    int again = 0;
+    for (int stage = 0; stage < layout.pp; ++stage)
+      for (int chunk = 0; chunk < layout.v; ++chunk)
+        again += p.recomputed_layers(layout.layers(stage, chunk));
+    recompute = (model.forward_flops(t.global_batch) -
+                 2.0 * t.global_batch * model.seq_len * model.vocab * model.hidden) *
+                (again == model.layers ? 1.0 : static_cast<double>(again) / model.layers);
+  }
   if (p.recompute == "selective") {
     // The attention core counted as Megatron counts it (the full square); every other recomputed
     // kernel (the recompute modules) from the program: per GPU per micro-batch, on each of the

@@ -222,6 +222,15 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                       fmt::format("must divide parallelism.dp ({})", p.dp));
   if (p.recompute != "none" && p.recompute != "selective" && p.recompute != "full")
     throw core::Error("parallelism.recompute", p.recompute, "must be none, selective or full");
+  if (p.recompute_layers < 0 || p.recompute_layers > model.layers)
+    throw core::Error(
+        "parallelism.recompute_layers", std::to_string(p.recompute_layers),
+        fmt::format("must be between 0 (every layer) and model.layers ({})", model.layers));
+  if (p.recompute_layers > 0 && p.recompute != "full")
+    throw core::Error("parallelism.recompute_layers", std::to_string(p.recompute_layers),
+                      fmt::format("recomputing the first layers of each chunk needs "
+                                  "parallelism.recompute: full (it is {})",
+                                  p.recompute));
   if (!p.recompute_modules.empty()) {
     const std::string listed = fmt::format("[{}]", fmt::join(p.recompute_modules, ", "));
     if (p.recompute != "selective")
@@ -442,6 +451,18 @@ std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
                                                          : "with the unfused attention scores";
     out += fmt::format("{:<{}}  {:>10.1f}\n", why, width, kept / 1e6);
   }
+  if (p.recompute == "full" && p.recompute_layers > 0) {
+    ParallelismSpec kept_all = p;
+    kept_all.recompute = "none";
+    kept_all.recompute_layers = 0;
+    out += fmt::format("{:<{}}  {:>10.1f}\n", "layers not recomputed", width,
+                       activation_bytes_per_layer(model, kept_all, t) / 1e6);
+    out += fmt::format(
+        "the first {} layers of each chunk recomputed, the others kept: {:.1f} GB in flight on "
+        "the first stage\n",
+        p.recompute_layers, activations_GB);
+    return out;
+  }
   if (kept > 0)
     out += fmt::format("x {:.1f} layer-micro-batches in flight on the first stage = {:.1f} GB\n",
                        activations_GB * 1e9 / kept, activations_GB);
@@ -458,9 +479,19 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
   m.optimizer_GB = 12.0 * params / (p.zero >= 1 ? shard : 1.0) / 1e9;
   const double in_flight = std::min<double>(p.pp, layout.micro_batches) *
                            (1.0 + (layout.v > 1 ? (p.pp - 1.0) / (p.pp * layout.v) : 0.0));
-  double stage0_layers = 0;
-  for (int c = 0; c < layout.v; ++c) stage0_layers += layout.layers(0, c);
-  m.activations_GB = activation_bytes_per_layer(model, p, t) * stage0_layers * in_flight / 1e9;
+  // Recomputed layers keep their input alone; with recompute_layers the others keep everything.
+  ParallelismSpec kept_all = p;
+  kept_all.recompute = "none";
+  kept_all.recompute_layers = 0;
+  const double per_layer = activation_bytes_per_layer(model, p, t);
+  const double per_kept_layer =
+      p.recompute == "full" ? activation_bytes_per_layer(model, kept_all, t) : per_layer;
+  double stage0_bytes = 0;
+  for (int c = 0; c < layout.v; ++c) {
+    const int layers = layout.layers(0, c), recomputed = p.recomputed_layers(layers);
+    stage0_bytes += recomputed * per_layer + (layers - recomputed) * per_kept_layer;
+  }
+  m.activations_GB = stage0_bytes * in_flight / 1e9;
   m.reserve_GB = t.memory_reserve_GB;
   return m;
 }

@@ -69,6 +69,16 @@ struct ParallelismSpec {
   int micro_batch = 1;     ///< sequences per micro-batch
   bool sequence_parallel = true;
   std::string recompute = "none";  ///< none, selective, full
+  /// With recompute full: only the first N layers of each pipeline chunk are recomputed, the
+  /// others keep their activations (Megatron-Core's recompute_method block with
+  /// recompute_num_layers N; fms-fsdp's selective_checkpointing fraction of the blocks).
+  /// 0: every layer.
+  int recompute_layers = 0;
+  /// The layers of a chunk of `chunk_layers` that rerun their forward in backward.
+  [[nodiscard]] int recomputed_layers(int chunk_layers) const {
+    if (recompute != "full") return 0;
+    return recompute_layers > 0 ? std::min(recompute_layers, chunk_layers) : chunk_layers;
+  }
   /// With selective recompute, Megatron-Core's recompute_modules: which parts of a layer are
   /// recomputed in backward instead of kept (empty: core_attn, Megatron-Core's default).
   std::vector<std::string> recompute_modules;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <tuple>
 #include <utility>
 
@@ -322,8 +323,26 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
 }
 
-void finish_block(BlockProgram& b, const ParallelismSpec& p) {
-  if (p.recompute == "full") b.recompute = b.forward;
+/// Adds a layer block to the chunk. Full recompute reruns a layer's forward in its backward: the
+/// first `again` of the block's layers (all of them without recompute_layers) go in a block of
+/// their own that does; the rest keep their activations.
+void add_layer_block(ChunkProgram& c, BlockProgram b, int again) {
+  if (again <= 0) {
+    c.blocks.push_back(std::move(b));
+    return;
+  }
+  BlockProgram rerun = b;
+  rerun.recompute = rerun.forward;
+  rerun.reruns_forward = true;
+  rerun.count = again;
+  if (again >= b.count) {
+    c.blocks.push_back(std::move(rerun));
+    return;
+  }
+  rerun.label += " (recomputed)";
+  b.count -= again;
+  c.blocks.push_back(std::move(rerun));
+  c.blocks.push_back(std::move(b));
 }
 
 }  // namespace
@@ -348,9 +367,14 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     c.blocks.push_back(std::move(bb.block));
     c.params += static_cast<double>(model.vocab) * x.h / x.tp;
   }
-  int dense = 0, moe = 0;
-  for (int l = c.first_layer; l < c.first_layer + c.layers; ++l)
-    (model.moe() && (l + 1) % model.moe_layer_every == 0 ? moe : dense) += 1;
+  // Layers of each kind, and how many of them are among the chunk's recomputed first layers.
+  const int recomputed = p.recomputed_layers(c.layers);
+  int dense = 0, moe = 0, dense_again = 0, moe_again = 0;
+  for (int l = c.first_layer; l < c.first_layer + c.layers; ++l) {
+    const bool is_moe = model.moe() && (l + 1) % model.moe_layer_every == 0;
+    (is_moe ? moe : dense) += 1;
+    if (l < c.first_layer + recomputed) (is_moe ? moe_again : dense_again) += 1;
+  }
   for (int kind = 0; kind < 2; ++kind) {
     const int count = kind == 0 ? dense : moe;
     if (count == 0) continue;
@@ -375,8 +399,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     }
     bb.block.tp_collectives = p.tp > 1 ? 2 : 0;
     bb.block.cp_exchanges = p.cp > 1 ? p.cp - 1 : 0;
-    finish_block(bb.block, p);
-    c.blocks.push_back(std::move(bb.block));
+    add_layer_block(c, std::move(bb.block), kind == 0 ? dense_again : moe_again);
   }
   if (stage == layout.pp - 1 && chunk == layout.v - 1) {
     BlockBuilder bb(coster, fused, autocast);
@@ -416,18 +439,26 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
           if (k.name.starts_with("expert ")) sum += k.time_s;
         return sum;
       };
-      c.moe_layers = b.count;
-      c.moe_expert_forward_s = expert_s(b.forward);
-      c.moe_other_forward_s = sum_time(b.forward) - c.moe_expert_forward_s;
-      c.moe_expert_backward_s = expert_s(b.backward) + expert_s(b.recompute);
-      c.moe_other_backward_s =
-          sum_time(b.backward) + sum_time(b.recompute) - c.moe_expert_backward_s;
+      // Per MoE layer: with recompute_layers the recomputed and the kept MoE layers are two
+      // blocks, and their times are averaged over the layers.
+      const double expert_f = expert_s(b.forward);
+      const double expert_b = expert_s(b.backward) + expert_s(b.recompute);
+      const std::array<double, 4> per_layer = {
+          expert_f, sum_time(b.forward) - expert_f, expert_b,
+          sum_time(b.backward) + sum_time(b.recompute) - expert_b};
+      const std::array<double*, 4> fields = {&c.moe_expert_forward_s, &c.moe_other_forward_s,
+                                             &c.moe_expert_backward_s, &c.moe_other_backward_s};
+      const double seen = c.moe_layers;
+      c.moe_layers += b.count;
+      for (std::size_t i = 0; i < fields.size(); ++i)
+        *fields[i] =
+            seen == 0 ? per_layer[i] : (seen * *fields[i] + n * per_layer[i]) / c.moe_layers;
     }
+    // Full recompute reruns each layer's forward, TP all-reduces (all-gathers, reduce-scatters)
+    // included (Megatron's checkpointed forward); selective recompute only reruns the attention
+    // core, which has none.
+    if (b.reruns_forward) c.recompute_tp_collectives += b.count * b.tp_collectives;
   }
-  // Full recompute reruns each layer's forward, TP all-reduces (all-gathers, reduce-scatters)
-  // included (Megatron's checkpointed forward); selective recompute only reruns the attention
-  // core, which has none.
-  if (p.recompute == "full") c.recompute_tp_collectives = c.tp_collectives;
   c.tp_bytes = x.T * x.h * 2.0;
   c.ep_bytes = model.moe() ? x.T / x.tp * model.top_k * model.capacity_factor * x.h * 2.0 : 0.0;
   c.cp_bytes = 2.0 * x.T * x.kv / x.tp * 2.0;

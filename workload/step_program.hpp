@@ -64,6 +64,7 @@ struct BlockProgram {
   int tp_collectives = 0;  ///< per direction: slots of all-reduce (or all-gather + reduce-scatter)
   int ep_alltoalls = 0;    ///< per direction
   int cp_exchanges = 0;    ///< ring-attention K/V exchanges per direction (forward)
+  bool reruns_forward = false;  ///< full recompute: `recompute` is the whole forward again
 };
 
 /// One collective the program asks for (sizes per rank, counts per micro-batch per direction).
