@@ -348,6 +348,12 @@ TEST(Pipeline, RecomputeLayersRecomputesTheFirstLayersOfEachChunk) {
   EXPECT_DOUBLE_EQ(twelve.forward_s, all.forward_s);
   EXPECT_EQ(twelve.recompute_tp_collectives, 2 * 12);
   EXPECT_EQ(all.recompute_tp_collectives, 2 * m.layers);
+  // The recomputed forward's TP transfers overlap the recomputed layers' GEMMs only.
+  const double slot = 20e-6;
+  EXPECT_NEAR(tp_overlap(twelve, true, slot, true).overlapped_s,
+              12 / L * tp_overlap(all, true, slot, true).overlapped_s, 1e-15);
+  EXPECT_DOUBLE_EQ(tp_overlap(twelve, true, slot).overlapped_s,
+                   tp_overlap(all, true, slot).overlapped_s);
   ASSERT_EQ(twelve.blocks.size(), 4U);  // embedding, 12 recomputed, 20 kept, output layer
   EXPECT_EQ(twelve.blocks[1].label, "dense layer (recomputed)");
   EXPECT_EQ(twelve.blocks[1].count, 12);

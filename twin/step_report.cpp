@@ -139,7 +139,7 @@ std::string step_trace_json(const StepReport& r) {
     };
     int layer = c.first_layer;
     for (const auto& b : c.blocks) {
-      const bool is_layer = b.label == "dense layer" || b.label == "MoE layer";
+      const bool is_layer = b.label.starts_with("dense layer") || b.label.starts_with("MoE layer");
       for (int i = 0; i < b.count; ++i) {
         const int id = is_layer ? layer++ : -1;
         if (!op.forward)

@@ -499,10 +499,11 @@ OptimizerProgram optimizer_program(double local_params, double grad_params,
   return o;
 }
 
-TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s) {
+TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s,
+                     bool recomputed_only) {
   TpOverlap o;
   for (const auto& b : chunk.blocks) {
-    if (b.tp_collectives == 0) continue;
+    if (b.tp_collectives == 0 || (recomputed_only && !b.reruns_forward)) continue;
     const auto& gemms = forward ? b.tp_overlap_forward_s : b.tp_overlap_backward_s;
     for (double g : gemms) {
       o.exposed_s += b.count * std::max(0.0, collective_s - g);

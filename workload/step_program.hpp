@@ -53,7 +53,9 @@ namespace twin::workload {
 /// Kernels of one kind of block (a dense layer, an MoE layer, the embedding, the output layer),
 /// repeated `count` times in a chunk.
 struct BlockProgram {
-  std::string label;  ///< "dense layer", "MoE layer", "embedding", "output layer + loss"
+  /// "dense layer", "MoE layer" (with " (recomputed)" for the layers recompute_layers reruns),
+  /// "embedding", "output layer + loss"
+  std::string label;
   int count = 0;
   std::vector<Kernel> forward, backward, recompute;
   /// The GEMM each TP collective of a layer can hide behind with TP overlap, in order: forward
@@ -131,10 +133,12 @@ OptimizerProgram optimizer_program(double local_params, double grad_params,
 /// parallelism (an all-gather or reduce-scatter, `collective_s` each) runs beside the GEMM it
 /// overlaps with, and the GEMM time it overlapped (which runs slower by
 /// the SMs the communication takes).
+/// `recomputed_only`: the layers whose forward full recompute reruns in backward.
 struct TpOverlap {
   double exposed_s = 0, overlapped_s = 0;
 };
-TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s);
+TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s,
+                     bool recomputed_only = false);
 
 /// EP all-to-all time left exposed when a forward of chunk `f` and a backward of chunk `b`
 /// (compute scaled by `scale`) run as one node of Megatron-Core's combined 1F1B schedule, each

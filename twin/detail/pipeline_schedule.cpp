@@ -149,7 +149,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
       o.tp = ov.exposed_s * scale[s];
       o.compute += ov.overlapped_s * scale[s] * contention.sm_slowdown;
       if (!op.forward && c.recompute_tp_collectives > 0) {  // the recomputed forward's
-        const auto r = workload::tp_overlap(c, true, each / scale[s]);
+        const auto r = workload::tp_overlap(c, true, each / scale[s], true);
         o.tp += r.exposed_s * scale[s];
         o.compute += r.overlapped_s * scale[s] * contention.sm_slowdown;
       }
