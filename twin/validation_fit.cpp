@@ -19,7 +19,9 @@ namespace {
 constexpr int kLowest = 10, kHighest = 100;  // the search range, in hundredths
 
 /// The |error| of each run at each efficiency tried (in hundredths), kept across the fits of one
-/// `validate`: the leave-one-family-out fits try the same grid on subsets of the same runs.
+/// `validate`: the leave-one-family-out fits try the same grid on subsets of the same runs. Runs
+/// are told apart by their file (load_validation_cases reads each case from one); a fitter, and
+/// its memo, serves one validation directory.
 class ErrorMemo {
  public:
   /// Median |error| of the runs that simulate at `cents` / 100, or NaN when none do.
