@@ -138,10 +138,13 @@ TEST(Step, MoeWithFsdpLoadsTheFabricFarMoreThanDenseOfEqualActiveFlops) {
   const StepReport dense = simulate_step(load_scenario(kScenarios + "dense-fsdp.yaml"));
   EXPECT_GT(utilization(moe, "nic_leaf"), 2.0 * utilization(dense, "nic_leaf"));
   EXPECT_GT(moe.step_time_s, dense.step_time_s);
-  // HSDP keeps the gathers under the leaves: less traffic through spines and cores.
+  // HSDP keeps the gathers under the leaves: less traffic through spines and cores (bytes per
+  // step: the mean utilization times the step, on the same fabric).
   const StepReport hsdp = simulate_step(load_scenario(kScenarios + "moe-hsdp.yaml"));
-  EXPECT_LT(utilization(hsdp, "leaf_spine"), 0.8 * utilization(moe, "leaf_spine"));
-  EXPECT_LT(utilization(hsdp, "spine_core"), 0.8 * utilization(moe, "spine_core"));
+  for (const char* kind : {"leaf_spine", "spine_core"})
+    EXPECT_LT(utilization(hsdp, kind) * hsdp.step_time_s,
+              0.8 * utilization(moe, kind) * moe.step_time_s)
+        << kind;
 }
 
 TEST(Step, OversubscriptionCostsMoeMoreThanDense) {
@@ -295,6 +298,49 @@ TEST(Step, CollectiveAlgorithmsCanBeChosenPerScenario) {
   EXPECT_DOUBLE_EQ(actual, expected);
   EXPECT_EQ(error_of([] { load_scenario("", {"collectives.all_reduce=rign"}); }).field(),
             "collectives.all_reduce");
+}
+
+// Data-parallel collectives go in the units the frameworks issue them in, each paying its own
+// latency: FSDP one per transformer layer, Megatron's distributed optimizer buckets of
+// max(40M, 1M x dp) parameters (one bucket when gradient reduction is not overlapped).
+TEST(Step, DataParallelCollectivesGoLayerByLayerOrInBuckets) {
+  const std::vector<std::string> base = {"cluster.nodes=4",         "fabric.tiers=2",
+                                         "fabric.switch_radix=16",  "model.preset=llama3-8b",
+                                         "parallelism.tp=1",        "parallelism.pp=1",
+                                         "parallelism.dp=32",       "parallelism.virtual_stages=1",
+                                         "training.global_batch=64"};
+  auto check = [&](std::vector<std::string> extra, const std::string& label, const char* op,
+                   bool params_gathered, int units) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    const Scenario s = load_scenario("", extra);
+    const StepReport r = simulate_step(s);
+    const topology::Fabric fabric(s.cluster, s.fabric);
+    const calibrate::Profile profile = calibrate::load_profile(s.cluster.gpu);
+    const workload::Layout layout =
+        workload::make_layout(s.model, s.parallelism, s.training, fabric.gpu_count());
+    const double params = r.program.chunks[0][0].params;
+    const double bytes =
+        (params_gathered ? s.training.param_gather_bytes() : s.training.grad_bytes()) * params;
+    netsim::CollectiveSimulator net(fabric, nullptr, profile, netsim::make_engine("native"));
+    const double one = net.run(op, "auto", layout.dp_groups(0, layout.dp), bytes / units).time_s;
+    double actual = -1;
+    for (const auto& [name, seconds] : r.collective_times)
+      if (name == label) actual = seconds;
+    EXPECT_NEAR(actual, units * one, 1e-12 * actual) << label << " in " << units;
+    return units * one;
+  };
+  // FSDP: 32 layers, 32 all-gathers and reduce-scatters of a layer's parameters each.
+  check({"parallelism.zero=3"}, "FSDP all_gather s0 c0", "all_gather", true, 32);
+  check({"parallelism.zero=3"}, "FSDP reduce_scatter s0 c0", "reduce_scatter", false, 32);
+  // Distributed optimizer, dp 32: the stage's parameters in buckets of 40M.
+  const double dense =
+      simulate_step(load_scenario("", {base.begin(), base.end()})).program.chunks[0][0].params;
+  const int buckets = static_cast<int>(std::ceil(dense / 40e6));
+  EXPECT_GT(buckets, 150);
+  const double bucketed = check({}, "DP reduce_scatter s0 c0", "reduce_scatter", false, buckets);
+  const double whole = check({"training.overlap_grad_reduce=false"}, "DP reduce_scatter s0 c0",
+                             "reduce_scatter", false, 1);
+  EXPECT_GT(bucketed, whole);  // every bucket pays the ring's latency
 }
 
 }  // namespace

@@ -75,9 +75,16 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   r.link_bytes.assign(fabric.link_count(), 0.0);
   std::map<std::string, double> collective_time;
   // Runs one collective for all `groups` at once; adds its link bytes `count` times per step.
+  // `units` > 1: the bytes go as that many equal collectives one after another (FSDP's
+  // per-layer units, Megatron's gradient buckets), each paying its own latency; the time
+  // returned and recorded is theirs together.
   auto collective = [&](const std::string& label, const std::string& op,
-                        const std::vector<std::vector<int>>& groups, double bytes, double count) {
+                        const std::vector<std::vector<int>>& groups, double bytes, double count,
+                        int units = 1) {
     if (groups.empty() || groups.front().size() < 2 || !(bytes > 0)) return 0.0;
+    units = std::max(1, units);
+    bytes /= units;
+    count *= units;
     netsim::CollectiveResult res;
     try {
       res = net.run(op, scenario.algorithm_for(op), placed ? placement.map(groups) : groups, bytes);
@@ -90,8 +97,8 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
     }
     for (std::size_t i = 0; i < res.link_bytes.size(); ++i)
       r.link_bytes[i] += count * res.link_bytes[i];
-    collective_time[label] = res.time_s;
-    return res.time_s;
+    collective_time[label] = units * res.time_s;
+    return units * res.time_s;
   };
 
   const int pp = layout.pp, v = layout.v, m = layout.micro_batches;
@@ -177,27 +184,40 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         const double once = shared ? 1.0 : 0.0;
         double dp = 0, gather = 0, scatter = 0, hsdp = 0;
         const int shard = layout.shard_group;
+        // Collectives per chunk: sharded gradients (zero >= 2: PyTorch FSDP, ZeRO-2/3) move one
+        // unit per transformer layer; Megatron's DDP and distributed optimizer move buckets of
+        // max(40M, 1M x dp) parameters (Megatron-Core DistributedDataParallel's default
+        // bucket_size), one bucket for everything when gradient reduction is not overlapped.
+        const int layer_units = std::max(1, cc.layers);
+        auto buckets = [&](double params, int dp_size) {
+          if (!t.overlap_grad_reduce) return 1;
+          const double bucket = std::max(40e6, 1e6 * dp_size);
+          return static_cast<int>(std::ceil(params / bucket));
+        };
+        const int units = p.zero >= 2 ? layer_units : buckets(dense_params, layout.dp);
         if (p.zero >= 3) {
           const auto groups = layout.dp_groups(s, shard);
           gather = collective(fmt::format("FSDP all_gather s{} c{}", s, c), "all_gather", groups,
-                              gathered, once * 2.0 * m);
+                              gathered, once * 2.0 * m, layer_units);
           scatter = collective(fmt::format("FSDP reduce_scatter s{} c{}", s, c), "reduce_scatter",
-                               groups, g * cc.params, once * m);
+                               groups, g * cc.params, once * m, layer_units);
           if (shard < layout.dp)
             hsdp = collective(fmt::format("HSDP all_reduce s{} c{}", s, c), "all_reduce",
                               layout.dp_groups(s, layout.dp / shard, shard), g * cc.params / shard,
-                              once);
+                              once, layer_units);
         } else {
           const std::string op = p.zero == 0 ? "all_reduce" : "reduce_scatter";
           dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op,
-                          layout.dp_groups(s, layout.dp), g * dense_params, once);
+                          layout.dp_groups(s, layout.dp), g * dense_params, once, units);
           if (p.zero >= 1)  // distributed optimizer: gather the updated shards back
-            comm[s].param_gather_s += collective(fmt::format("DP param all_gather s{} c{}", s, c),
-                                                 "all_gather", layout.dp_groups(s, layout.dp),
-                                                 t.param_gather_bytes() * dense_params, once);
+            comm[s].param_gather_s += collective(
+                fmt::format("DP param all_gather s{} c{}", s, c), "all_gather",
+                layout.dp_groups(s, layout.dp), t.param_gather_bytes() * dense_params, once, units);
           if (cc.expert_params > 0 && layout.expert_dp() > 1)
-            dp += collective(fmt::format("DP expert {} s{} c{}", op, s, c), op,
-                             layout.expert_dp_groups(s), g * cc.expert_params, once);
+            dp += collective(
+                fmt::format("DP expert {} s{} c{}", op, s, c), op, layout.expert_dp_groups(s),
+                g * cc.expert_params, once,
+                p.zero >= 2 ? layer_units : buckets(cc.expert_params, layout.expert_dp()));
         }
         comm[s].dp_sync_s.push_back(dp);
         comm[s].fsdp_gather_s.push_back(gather);
