@@ -432,6 +432,19 @@ double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec&
   return per_layer;
 }
 
+namespace {
+
+/// What a layer that full recompute leaves out (recompute_layers) keeps: everything.
+double bytes_of_a_kept_layer(const ModelSpec& model, const ParallelismSpec& p,
+                             const TrainingSpec& t) {
+  ParallelismSpec kept = p;
+  kept.recompute = "none";
+  kept.recompute_layers = 0;
+  return activation_bytes_per_layer(model, kept, t);
+}
+
+}  // namespace
+
 std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
                              const TrainingSpec& t, double activations_GB) {
   const auto tensors = activation_tensors(model, p, t);
@@ -452,11 +465,8 @@ std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
     out += fmt::format("{:<{}}  {:>10.1f}\n", why, width, kept / 1e6);
   }
   if (p.recompute == "full" && p.recompute_layers > 0) {
-    ParallelismSpec kept_all = p;
-    kept_all.recompute = "none";
-    kept_all.recompute_layers = 0;
     out += fmt::format("{:<{}}  {:>10.1f}\n", "layers not recomputed", width,
-                       activation_bytes_per_layer(model, kept_all, t) / 1e6);
+                       bytes_of_a_kept_layer(model, p, t) / 1e6);
     out += fmt::format(
         "the first {} layers of each chunk recomputed, the others kept: {:.1f} GB in flight on "
         "the first stage\n",
@@ -480,12 +490,9 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
   const double in_flight = std::min<double>(p.pp, layout.micro_batches) *
                            (1.0 + (layout.v > 1 ? (p.pp - 1.0) / (p.pp * layout.v) : 0.0));
   // Recomputed layers keep their input alone; with recompute_layers the others keep everything.
-  ParallelismSpec kept_all = p;
-  kept_all.recompute = "none";
-  kept_all.recompute_layers = 0;
   const double per_layer = activation_bytes_per_layer(model, p, t);
   const double per_kept_layer =
-      p.recompute == "full" ? activation_bytes_per_layer(model, kept_all, t) : per_layer;
+      p.recompute == "full" ? bytes_of_a_kept_layer(model, p, t) : per_layer;
   double stage0_bytes = 0;
   for (int c = 0; c < layout.v; ++c) {
     const int layers = layout.layers(0, c), recomputed = p.recomputed_layers(layers);
