@@ -387,7 +387,7 @@ TEST(Validation, ShippedMemoryBoundEfficiencyIsTheFitOfTheShippedRuns) {
   const double fitted = fit_memory_bound_efficiency(all, 2);
   for (const char* gpu : {"h100-sxm", "h200-sxm", "a100-sxm-80gb", "a100-sxm-40gb"})
     EXPECT_DOUBLE_EQ(calibrate::load_profile(gpu).kernels.memory_bound_efficiency.value, fitted)
-        << gpu << ": refit with `clustertwin validate` and update the profiles";
+        << gpu << ": run scripts/refit-profiles, rebuild, then scripts/update-validation-docs";
 }
 
 // Memory-bound kernels stream at the STREAM rate times the profile's efficiency; GEMMs keep the
