@@ -468,9 +468,11 @@ std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
     out += fmt::format("{:<{}}  {:>10.1f}\n", "layers not recomputed", width,
                        bytes_of_a_kept_layer(model, p, t) / 1e6);
     out += fmt::format(
-        "the first {} layers of each chunk recomputed, the others kept: {:.1f} GB in flight on "
-        "the first stage\n",
-        p.recompute_layers, activations_GB);
+        "the first {} of each chunk recomputed, the others kept: {:.1f} GB in flight on the "
+        "first stage\n",
+        p.recompute_layers == 1 ? std::string("layer")
+                                : fmt::format("{} layers", p.recompute_layers),
+        activations_GB);
     return out;
   }
   if (kept > 0)
