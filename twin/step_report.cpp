@@ -24,9 +24,7 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
       p.hsdp_shard > 0 ? fmt::format(" (HSDP shard {})", p.hsdp_shard) : "", p.micro_batch,
       r.micro_batches,
       p.recompute == "full" && p.recompute_layers > 0
-          ? fmt::format("full (the first {} of each chunk)",
-                        p.recompute_layers == 1 ? std::string("layer")
-                                                : fmt::format("{} layers", p.recompute_layers))
+          ? fmt::format("full ({} of each chunk)", p.recomputed_layers_text())
           : p.recompute);
   if (p.stage_layers_auto || !p.stage_layers.empty())
     out += fmt::format("stage layers {}{}\n", fmt::join(r.stage_layers, " "),

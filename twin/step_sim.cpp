@@ -194,7 +194,6 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
           const double bucket = std::max(40e6, 1e6 * dp_size);
           return static_cast<int>(std::ceil(params / bucket));
         };
-        const int units = p.zero >= 2 ? layer_units : buckets(dense_params, layout.dp);
         if (p.zero >= 3) {
           const auto groups = layout.dp_groups(s, shard);
           gather = collective(fmt::format("FSDP all_gather s{} c{}", s, c), "all_gather", groups,
@@ -206,6 +205,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
                               layout.dp_groups(s, layout.dp / shard, shard), g * cc.params / shard,
                               once, layer_units);
         } else {
+          const int units = p.zero == 2 ? layer_units : buckets(dense_params, layout.dp);
           const std::string op = p.zero == 0 ? "all_reduce" : "reduce_scatter";
           dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op,
                           layout.dp_groups(s, layout.dp), g * dense_params, once, units);

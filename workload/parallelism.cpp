@@ -333,6 +333,11 @@ double params_per_gpu(const ModelSpec& model, const Layout& layout) {
          layers * expert_mlp;
 }
 
+std::string ParallelismSpec::recomputed_layers_text() const {
+  return recompute_layers == 1 ? "the first layer"
+                               : fmt::format("the first {} layers", recompute_layers);
+}
+
 std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const ParallelismSpec& p,
                                                  const TrainingSpec& t) {
   // The tensors a layer keeps for its backward, counted one by one (Korthikanti et al.,
@@ -468,11 +473,9 @@ std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
     out += fmt::format("{:<{}}  {:>10.1f}\n", "layers not recomputed", width,
                        bytes_of_a_kept_layer(model, p, t) / 1e6);
     out += fmt::format(
-        "the first {} of each chunk recomputed, the others kept: {:.1f} GB in flight on the "
-        "first stage\n",
-        p.recompute_layers == 1 ? std::string("layer")
-                                : fmt::format("{} layers", p.recompute_layers),
-        activations_GB);
+        "{} of each chunk recomputed, the others kept: {:.1f} GB in flight on the first "
+        "stage\n",
+        p.recomputed_layers_text(), activations_GB);
     return out;
   }
   if (kept > 0)

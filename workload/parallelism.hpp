@@ -32,7 +32,8 @@
 ///     Selective recompute modules drop what they recompute: layernorm the two norm outputs,
 ///     mlp a dense layer's fc1 and activation outputs, moe_act the experts' activation outputs,
 ///     shared_experts their fc1 and activation outputs, mla_up_proj the up-projected queries,
-///     keys and values; the layer input (2/t_sp) always stays.
+///     keys and values; the layer input (2/t_sp) always stays. With recompute_layers N only
+///     the first N layers of each chunk keep their input alone; the others keep everything.
 ///   The first pipeline stage holds pp micro-batches in flight (1F1B); interleaving adds
 ///   (pp - 1)/(pp v) of that. A fixed reserve covers the CUDA context, NCCL buffers and
 ///   fragmentation (`training.memory_reserve_GB`, stated, not measured).
@@ -79,6 +80,8 @@ struct ParallelismSpec {
     if (recompute != "full") return 0;
     return recompute_layers > 0 ? std::min(recompute_layers, chunk_layers) : chunk_layers;
   }
+  /// "the first layer" / "the first N layers" (of each chunk) that recompute_layers reruns.
+  [[nodiscard]] std::string recomputed_layers_text() const;
   /// With selective recompute, Megatron-Core's recompute_modules: which parts of a layer are
   /// recomputed in backward instead of kept (empty: core_attn, Megatron-Core's default).
   std::vector<std::string> recompute_modules;

@@ -133,10 +133,10 @@ OptimizerProgram optimizer_program(double local_params, double grad_params,
 /// parallelism (an all-gather or reduce-scatter, `collective_s` each) runs beside the GEMM it
 /// overlaps with, and the GEMM time it overlapped (which runs slower by
 /// the SMs the communication takes).
-/// `recomputed_only`: the layers whose forward full recompute reruns in backward.
 struct TpOverlap {
   double exposed_s = 0, overlapped_s = 0;
 };
+/// `recomputed_only`: over the layers whose forward full recompute reruns in backward only.
 TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s,
                      bool recomputed_only = false);
 
