@@ -260,6 +260,45 @@ TEST_F(ValidationDir, ErrorsPerGpuKind) {
   EXPECT_EQ(j["runs"][0]["gpu"].get<std::string>(), "a100-sxm-80gb");  // a100-fast.yaml
 }
 
+TEST_F(ValidationDir, SpeedBiasIsSignedAndGroupedByGpuAndPrecision) {
+  // Step times: published twice the simulated one (simulated 2x faster: +100 %) and 1/1.25 of
+  // it (simulated slower: -20 %); a rate published at half the simulated one: +100 %.
+  const std::string base = tiny_run("x", "fsdp", "step_time_s", 1.0);
+  const double step_s = simulate_step(parse_scenario(base, "x.yaml")).step_time_s;
+  auto named = [&](const std::string& name, const std::string& metric, double published,
+                   const std::string& precision) {
+    std::string text = base;
+    text.replace(text.find("name: x"), 7, "name: " + name);
+    text.replace(text.find("metric: step_time_s"), 19, "metric: " + metric);
+    text.replace(text.find("published: 1"), 12, fmt::format("published: {:.17g}", published));
+    text.replace(text.find("precision: bf16"), 15, "precision: " + precision);
+    return text;
+  };
+  write("slow.yaml", named("slow", "step_time_s", 2.0 * step_s, "bf16"));
+  write("fast.yaml", named("fast", "step_time_s", step_s / 1.25, "bf16"));
+  const StepReport fp8 = simulate_step(parse_scenario(named("r", "step_time_s", 1, "fp8"), "r"));
+  write("rate.yaml",
+        named("rate", "tokens_per_s_per_gpu", 0.5 * fp8.tokens_per_s / fp8.gpus, "fp8"));
+
+  const ValidationReport r = validate_directory(dir_.string(), 2);
+  EXPECT_NEAR(speed_error_pct(run_named(r, "slow")), 100.0, 1e-9);
+  EXPECT_NEAR(run_named(r, "slow").error_pct, -50.0, 1e-9);
+  EXPECT_NEAR(speed_error_pct(run_named(r, "fast")), -20.0, 1e-9);
+  EXPECT_NEAR(speed_error_pct(run_named(r, "rate")), 100.0, 1e-9);
+  std::map<std::string, FamilySummary> by;
+  for (const auto& g : summarize_gpu_precisions(r.runs)) by[g.family] = g;
+  ASSERT_EQ(by.size(), 2U);
+  EXPECT_EQ(by["h100-sxm bf16"].runs, 2);
+  EXPECT_NEAR(by["h100-sxm bf16"].median_speed_error_pct, (100.0 - 20.0) / 2, 1e-9);
+  EXPECT_NEAR(by["h100-sxm fp8"].median_speed_error_pct, 100.0, 1e-9);
+  EXPECT_NEAR(summarize(r.runs).at(0).median_speed_error_pct, 100.0, 1e-9);  // of 3
+  EXPECT_NE(validation_text(r).find("By GPU and GEMM precision"), std::string::npos);
+  const auto j = nlohmann::json::parse(validation_json(r));
+  EXPECT_EQ(j["by_gpu_precision"]["h100-sxm fp8"]["runs"].get<int>(), 1);
+  EXPECT_NEAR(j["families"]["fsdp"]["median_speed_error_pct"].get<double>(), 100.0, 1e-9);
+  EXPECT_EQ(j["runs"][1]["precision"].get<std::string>(), "fp8");  // rate.yaml
+}
+
 TEST_F(ValidationDir, IndistinguishableRunsAreFlaggedOnlyBeyondWhatOneValueCanMatch) {
   // One value is within 12 % of both a and b only if b / a <= 1.12 / 0.88 = 1.2727.
   write("a.yaml", tiny_run("a", "fsdp", "tokens_per_s_per_gpu", 1000.0));

@@ -31,6 +31,10 @@ std::string figure(double v) {
 std::string percent(int runs, double value) {
   return runs > 0 ? fmt::format("{:.1f}", value) : std::string("-");
 }
+/// A signed summary error ("+4.2", "-0.3"), or "-" when no run of the set simulated.
+std::string signed_percent(int runs, double value) {
+  return runs > 0 ? fmt::format("{:+.1f}", value) : std::string("-");
+}
 std::string published(double v) {
   return fmt::format("{:.6g}", v);
 }
@@ -52,6 +56,7 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
     return run;
   }
   run.gpu = c.scenario.cluster.gpu;
+  run.precision = c.scenario.training.precision;
   try {
     const StepReport report = model ? model(c.scenario) : simulate_step(c.scenario);
     run.simulated = metric_value(run.metric, c.scenario, report);
@@ -68,18 +73,29 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
   return run;
 }
 
+}  // namespace
+
+double speed_error_pct(const ValidationRun& run) {
+  const bool time = run.metric == "step_time_s" || run.metric == "time_to_train_days";
+  return time ? 100.0 * (run.published / run.simulated - 1.0) : run.error_pct;
+}
+
+namespace {
+
 template <class Pick>
 FamilySummary summary_of(const std::string& label, const std::vector<ValidationRun>& runs,
                          Pick pick) {
   FamilySummary f;
   f.family = label;
-  std::vector<double> errors;
+  std::vector<double> errors, signed_errors;
   for (const auto& r : runs) {
     if (!pick(r)) continue;
-    if (r.ok)
+    if (r.ok) {
       errors.push_back(std::fabs(r.error_pct));
-    else
+      signed_errors.push_back(speed_error_pct(r));
+    } else {
       ++f.failed;
+    }
   }
   f.runs = static_cast<int>(errors.size());
   f.within_5 = static_cast<int>(
@@ -87,6 +103,7 @@ FamilySummary summary_of(const std::string& label, const std::vector<ValidationR
   f.within_12 = static_cast<int>(
       std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 12.0; }));
   f.median_abs_error_pct = core::median(errors);
+  f.median_speed_error_pct = core::median(signed_errors);
   f.max_abs_error_pct = errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end());
   return f;
 }
@@ -95,6 +112,7 @@ nlohmann::ordered_json families_json(const std::vector<FamilySummary>& families)
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& f : families)
     j[f.family] = {{"median_abs_error_pct", f.median_abs_error_pct},
+                   {"median_speed_error_pct", f.median_speed_error_pct},
                    {"max_abs_error_pct", f.max_abs_error_pct},
                    {"runs", f.runs},
                    {"within_5_pct", f.within_5},
@@ -105,12 +123,14 @@ nlohmann::ordered_json families_json(const std::vector<FamilySummary>& families)
 std::string summary_table(const std::vector<FamilySummary>& rows, const char* what = "family") {
   std::size_t width = 10;
   for (const auto& f : rows) width = std::max(width, f.family.size() + 2);
-  std::string out = fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}{:>10}{:>10}\n", what, width, "runs",
-                                "failed", "median |error| %", "max |error| %", "<= 5 %", "<= 12 %");
+  std::string out =
+      fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}{:>10}{:>10}{:>18}\n", what, width, "runs", "failed",
+                  "median |error| %", "max |error| %", "<= 5 %", "<= 12 %", "speed bias %");
   for (const auto& f : rows)
-    out += fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}{:>10}{:>10}\n", f.family, width, f.runs,
+    out += fmt::format("{:<{}}{:>6}{:>8}{:>19}{:>16}{:>10}{:>10}{:>18}\n", f.family, width, f.runs,
                        f.failed, percent(f.runs, f.median_abs_error_pct),
-                       percent(f.runs, f.max_abs_error_pct), f.within_5, f.within_12);
+                       percent(f.runs, f.max_abs_error_pct), f.within_5, f.within_12,
+                       signed_percent(f.runs, f.median_speed_error_pct));
   return out;
 }
 
@@ -242,6 +262,12 @@ std::vector<FamilySummary> summarize_gpus(const std::vector<ValidationRun>& runs
   return summarize_by(runs, [](const ValidationRun& r) { return r.gpu.empty() ? "-" : r.gpu; });
 }
 
+std::vector<FamilySummary> summarize_gpu_precisions(const std::vector<ValidationRun>& runs) {
+  return summarize_by(runs, [](const ValidationRun& r) {
+    return r.gpu.empty() ? std::string("-") : r.gpu + " " + r.precision;
+  });
+}
+
 double Indistinguishable::spread() const {
   const auto [lo, hi] =
       std::minmax_element(published.begin(), published.end(),
@@ -356,12 +382,18 @@ std::string validation_text(const ValidationReport& r) {
       out += fmt::format("{:<{}}  not simulated: {}\n", "", width, run.error);
     }
   }
-  out += "\n" + summary_table(r.families) + "\n" +
+  out += "\n" + summary_table(r.families) +
+         "speed bias: the median error as a speed (+: the simulated step is faster than "
+         "published)\n\n" +
          lofo_statement(r, [](const auto& rows) { return summary_table(rows); });
   const auto groups = summarize_groups(r.runs);
   if (groups.size() > 1) out += "\nBy source (sub-folder)\n" + summary_table(groups, "folder");
   const auto gpus = summarize_gpus(r.runs);
   if (gpus.size() > 1) out += "\nBy GPU (cluster.gpu)\n" + summary_table(gpus, "gpu");
+  const auto kinds = summarize_gpu_precisions(r.runs);
+  if (kinds.size() > 1)
+    out += "\nBy GPU and GEMM precision (cluster.gpu, training.precision)\n" +
+           summary_table(kinds, "gpu precision");
   return out + indistinguishable_text(r, false);
 }
 
@@ -369,19 +401,22 @@ std::string validation_markdown(const ValidationReport& r) {
   auto table = [](const std::vector<FamilySummary>& rows, const char* what) {
     std::string out = fmt::format(
         "| {} | runs | did not simulate | median \\|error\\| % | max \\|error\\| % | "
-        "runs within 5 % | within 12 % |\n"
-        "|---|---:|---:|---:|---:|---:|---:|\n",
+        "runs within 5 % | within 12 % | median speed error % (+: simulated faster) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|\n",
         what);
     for (const auto& f : rows)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", f.family, f.runs, f.failed,
-                         percent(f.runs, f.median_abs_error_pct),
-                         percent(f.runs, f.max_abs_error_pct), f.within_5, f.within_12);
+      out +=
+          fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", f.family, f.runs, f.failed,
+                      percent(f.runs, f.median_abs_error_pct), percent(f.runs, f.max_abs_error_pct),
+                      f.within_5, f.within_12, signed_percent(f.runs, f.median_speed_error_pct));
     return out;
   };
   std::string out = table(r.families, "family") + "\n" +
                     lofo_statement(r, [&](const auto& rows) { return table(rows, "family"); }) +
                     "\n" + table(summarize_groups(r.runs), "source (scenarios/validation/...)") +
-                    "\n" + table(summarize_gpus(r.runs), "GPU (cluster.gpu)") +
+                    "\n" + table(summarize_gpus(r.runs), "GPU (cluster.gpu)") + "\n" +
+                    table(summarize_gpu_precisions(r.runs),
+                          "GPU and GEMM precision (cluster.gpu, training.precision)") +
                     indistinguishable_text(r, true) + "\n";
   out +=
       "| run | family | metric | published | simulated | error % | source |\n"
@@ -411,6 +446,7 @@ std::string validation_json(const ValidationReport& r) {
     j["error_pct"] = run.ok ? nlohmann::ordered_json(run.error_pct) : nlohmann::ordered_json();
     j["source"] = run.source;
     j["gpu"] = run.gpu;
+    j["precision"] = run.precision;
     if (!run.ok) j["error"] = run.error;
     runs.push_back(std::move(j));
   }
@@ -419,6 +455,7 @@ std::string validation_json(const ValidationReport& r) {
   j["families"] = families_json(r.families);
   j["by_source"] = families_json(summarize_groups(r.runs));
   j["by_gpu"] = families_json(summarize_gpus(r.runs));
+  j["by_gpu_precision"] = families_json(summarize_gpu_precisions(r.runs));
   nlohmann::ordered_json lofo_values = nlohmann::ordered_json::object();
   for (const auto& [family, values] : r.lofo_values) lofo_values[family] = values;
   j["fitted"] = {{"parameters", r.fitted_parameters},

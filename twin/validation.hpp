@@ -5,6 +5,9 @@
 ///
 ///   error_pct = 100 (simulated - published) / published
 ///   per family: median and maximum of |error_pct| over the runs that simulated
+///   speed_error_pct = error_pct for rates (TFLOP/s, tokens/s, MFU) and
+///                     100 (published / simulated - 1) for times (step time, time to train):
+///                     positive when the simulated step is faster; its median is a set's bias
 ///
 /// Metrics, each one figure of the simulated step (twin/step_sim.hpp):
 ///   tflops_per_gpu        model FLOPs of the step (no recompute) / step time / GPUs / 1e12,
@@ -64,8 +67,9 @@ struct Fitter {
 
 struct ValidationRun {
   std::string name, path, family, metric, source;
-  std::string group;  ///< the sub-folder of the validation directory (one source table each)
-  std::string gpu;    ///< cluster.gpu, the hardware profile (empty when the file did not load)
+  std::string group;      ///< the sub-folder of the validation directory (one source table each)
+  std::string gpu;        ///< cluster.gpu, the hardware profile (empty when the file did not load)
+  std::string precision;  ///< training.precision, the GEMM dtype (empty when it did not load)
   double published = 0;
   bool ok = false;  ///< simulated; otherwise `error` says why not
   double simulated = 0;
@@ -77,6 +81,9 @@ struct ValidationRun {
 struct FamilySummary {
   std::string family;  ///< the family, or the group
   double median_abs_error_pct = 0;
+  /// The set's bias: the median of the signed speed errors (speed_error_pct), positive when the
+  /// simulated step is faster than the published one.
+  double median_speed_error_pct = 0;
   double max_abs_error_pct = 0;
   int runs = 0;                     ///< runs that simulated (the errors summarized)
   int failed = 0;                   ///< runs that did not load or simulate
@@ -125,6 +132,9 @@ double metric_value(const std::string& metric, const Scenario& scenario, const S
 std::vector<ValidationRun> run_validation(const std::vector<ValidationCase>& cases,
                                           const StepModel& model, int threads);
 
+/// The run's error as a speed: positive when the simulated step is faster than the published.
+double speed_error_pct(const ValidationRun& run);
+
 /// Median and maximum |error| per family, in validation_families() order.
 std::vector<FamilySummary> summarize(const std::vector<ValidationRun>& runs);
 /// The same per group (sub-folder), in order of first appearance.
@@ -132,6 +142,9 @@ std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& ru
 /// Errors per GPU kind (cluster.gpu), in first-seen order; runs that did not load count as
 /// failed under "-".
 std::vector<FamilySummary> summarize_gpus(const std::vector<ValidationRun>& runs);
+/// Errors per GPU kind and GEMM precision ("h100-sxm bf16"), in first-seen order: a bias that
+/// one kind of kernel on one GPU carries shows here.
+std::vector<FamilySummary> summarize_gpu_precisions(const std::vector<ValidationRun>& runs);
 
 /// The whole validation of a directory: in-sample errors (the step model as shipped, with the
 /// profiles' values), and with `fitter` the values it fits on every run and the
