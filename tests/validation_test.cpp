@@ -263,17 +263,14 @@ TEST_F(ValidationDir, ErrorsPerGpuKind) {
 TEST_F(ValidationDir, SpeedBiasIsSignedAndGroupedByGpuAndPrecision) {
   // Step times: published twice the simulated one (simulated 2x faster: +100 %) and 1/1.25 of
   // it (simulated slower: -20 %); a rate published at half the simulated one: +100 %.
-  const std::string base = tiny_run("x", "fsdp", "step_time_s", 1.0);
-  const double step_s = simulate_step(parse_scenario(base, "x.yaml")).step_time_s;
-  auto named = [&](const std::string& name, const std::string& metric, double published,
-                   const std::string& precision) {
-    std::string text = base;
-    text.replace(text.find("name: x"), 7, "name: " + name);
-    text.replace(text.find("metric: step_time_s"), 19, "metric: " + metric);
-    text.replace(text.find("published: 1"), 12, fmt::format("published: {:.17g}", published));
+  auto named = [](const std::string& name, const std::string& metric, double published,
+                  const std::string& precision) {
+    std::string text = tiny_run(name, "fsdp", metric, published);
     text.replace(text.find("precision: bf16"), 15, "precision: " + precision);
     return text;
   };
+  const double step_s =
+      simulate_step(parse_scenario(named("x", "step_time_s", 1, "bf16"), "x.yaml")).step_time_s;
   write("slow.yaml", named("slow", "step_time_s", 2.0 * step_s, "bf16"));
   write("fast.yaml", named("fast", "step_time_s", step_s / 1.25, "bf16"));
   const StepReport fp8 = simulate_step(parse_scenario(named("r", "step_time_s", 1, "fp8"), "r"));

@@ -14,6 +14,12 @@
 #include "core/stats.hpp"
 
 namespace twin::sim {
+
+double speed_error_pct(const ValidationRun& run) {
+  const bool time = run.metric == "step_time_s" || run.metric == "time_to_train_days";
+  return time ? 100.0 * (run.published / run.simulated - 1.0) : run.error_pct;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -72,15 +78,6 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
   }
   return run;
 }
-
-}  // namespace
-
-double speed_error_pct(const ValidationRun& run) {
-  const bool time = run.metric == "step_time_s" || run.metric == "time_to_train_days";
-  return time ? 100.0 * (run.published / run.simulated - 1.0) : run.error_pct;
-}
-
-namespace {
 
 template <class Pick>
 FamilySummary summary_of(const std::string& label, const std::vector<ValidationRun>& runs,
