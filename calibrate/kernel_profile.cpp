@@ -98,6 +98,8 @@ KernelProfile parse_kernel_profile(const std::string& json_text, const std::stri
     k.gemm_efficiency[it.key()] = eff.fraction_figure(it.key());
   }
   eff.finish();
+  if (r.find("gemm16_efficiency_prior") != nullptr)
+    k.gemm16_efficiency_prior = r.fraction_figure("gemm16_efficiency_prior");
   k.hbm_achievable_GBps = r.positive_figure("hbm_achievable_GBps");
   if (r.find("memory_bound_efficiency") != nullptr)
     k.memory_bound_efficiency = r.fraction_figure("memory_bound_efficiency");
@@ -125,6 +127,8 @@ std::string kernel_profile_json(const KernelProfile& k) {
   json eff = json::object();
   for (const auto& [dtype, f] : k.gemm_efficiency) eff[dtype] = figure_json(f);
   j["gemm_efficiency"] = eff;
+  if (k.gemm16_efficiency_prior)
+    j["gemm16_efficiency_prior"] = figure_json(*k.gemm16_efficiency_prior);
   j["hbm_achievable_GBps"] = figure_json(k.hbm_achievable_GBps);
   j["memory_bound_efficiency"] = figure_json(k.memory_bound_efficiency);
   j["launch_overhead_us"] = figure_json(k.launch_overhead_us);

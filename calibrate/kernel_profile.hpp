@@ -10,6 +10,11 @@
 ///   gemm_efficiency       per dtype: the fraction of peak one SM sustains on a whole tile,
 ///                         derived from a measured large GEMM by dividing out the model's own
 ///                         tile, wave and K factors at the measured shape
+///   gemm16_efficiency_prior  optional; present where no sustained 16-bit (BF16/FP16) GEMM
+///                         was measured on the GPU and the rate is derived instead: the derived
+///                         value. gemm_efficiency bf16 and fp16 are then fitted on published
+///                         training runs (twin/validation_fit.hpp), and this is the value a fit
+///                         uses when its training runs cannot determine them
 ///   hbm_achievable_GBps   STREAM-style bandwidth of element-wise kernels
 ///   memory_bound_efficiency  the fraction of that bandwidth the memory-bound kernels of a
 ///                         training framework reach (norms and their backward reductions,
@@ -57,6 +62,7 @@ struct KernelProfile {
   bool present = false;  ///< false: the profile has no kernels section
   Figure sm_count, gemm_tile_m, gemm_tile_n, gemm_k_half;
   std::map<std::string, Figure> gemm_efficiency;  ///< by dtype
+  std::optional<Figure> gemm16_efficiency_prior;  ///< derived 16-bit rate; absent when measured
   Figure hbm_achievable_GBps, launch_overhead_us, nccl_channels, nccl_hbm_bytes_per_byte;
   Figure memory_bound_efficiency{1.0,
                                  "absent from the profile: memory-bound kernels at the "

@@ -360,11 +360,21 @@ TEST_F(ValidationDir, LeaveOneFamilyOutTrainsOnTheOtherFamily) {
   EXPECT_EQ(r.lofo_values[0], (std::pair<std::string, std::string>{"megatron", "answer = 1"}));
 }
 
-// The fitted parameter: runs "published" at what the step model gives with a memory-bound
+/// Fitted parameters as given: the memory-bound efficiency, and 16-bit GEMM rates by profile.
+FittedParameters fitted(double memory_bound_efficiency,
+                        std::map<std::string, double> gemm16_efficiency = {}) {
+  FittedParameters p;
+  p.memory_bound_efficiency = memory_bound_efficiency;
+  p.gemm16_efficiency = std::move(gemm16_efficiency);
+  return p;
+}
+
+// The fitted parameters: runs "published" at what the step model gives with a memory-bound
 // efficiency of 0.6 (step times and throughputs alike) are fitted back to 0.60, from either
-// family, and then reproduced exactly.
+// family, and then reproduced exactly. Five H100 BF16 runs are fewer than the GEMM fit needs, so
+// the GEMM rate stays at the profile's prior.
 TEST_F(ValidationDir, MemoryBoundEfficiencyIsFittedBackFromRunsMadeWithIt) {
-  const StepModel truth = with_memory_bound_efficiency(0.6);
+  const StepModel truth = with_fitted(fitted(0.6));
   auto at_truth = [&](const std::string& metric, int hidden) {
     std::string text = tiny_run("x", "fsdp", metric, 1.0);
     text.replace(text.find("hidden: 1024"), 12, fmt::format("hidden: {}", hidden));
@@ -381,13 +391,46 @@ TEST_F(ValidationDir, MemoryBoundEfficiencyIsFittedBackFromRunsMadeWithIt) {
     text.replace(text.find("hidden: 1024"), 12, fmt::format("hidden: {}", hidden));
     write(fmt::format("r{}.yaml", i++), text);
   }
-  const Fitter fitter = memory_bound_efficiency_fitter(1);
+  const Fitter fitter = step_model_fitter(1);
+  EXPECT_EQ(fitter.parameters, 2);  // the efficiency and H100's 16-bit GEMM rate
   const ValidationReport r = validate_directory(dir_.string(), 1, &fitter);
-  EXPECT_EQ(r.fitted_values, "kernels.memory_bound_efficiency = 0.60 (5 runs)");
+  const std::string prior =
+      "; h100-sxm kernels.gemm_efficiency bf16/fp16 = 0.8059 (the prior: fewer than 10 BF16/FP16 "
+      "runs)";
+  EXPECT_EQ(r.fitted_values, "kernels.memory_bound_efficiency = 0.60 (5 runs)" + prior);
   ASSERT_EQ(r.lofo_values.size(), 2U);
-  EXPECT_EQ(r.lofo_values[0].second, "kernels.memory_bound_efficiency = 0.60 (3 runs)");
-  EXPECT_EQ(r.lofo_values[1].second, "kernels.memory_bound_efficiency = 0.60 (2 runs)");
+  EXPECT_EQ(r.lofo_values[0].second, "kernels.memory_bound_efficiency = 0.60 (3 runs)" + prior);
+  EXPECT_EQ(r.lofo_values[1].second, "kernels.memory_bound_efficiency = 0.60 (2 runs)" + prior);
   for (const auto& f : r.leave_one_family_out) EXPECT_NEAR(f.max_abs_error_pct, 0.0, 1e-6);
+}
+
+// Runs "published" at what the model gives with a memory-bound efficiency of 0.6 and an H100
+// 16-bit GEMM efficiency of 0.7 (its prior is 0.8059): 13 on A100, which has no GEMM rate to
+// fit, and 10 H100 BF16 runs, of different sizes and sequence lengths. The alternating fit
+// recovers both: the A100 runs, a majority, pin the efficiency; then the H100 runs the GEMM rate.
+TEST_F(ValidationDir, GemmRateWithoutMeasurementIsFittedBackFromRunsMadeWithIt) {
+  const StepModel truth = with_fitted(fitted(0.6, {{"h100-sxm", 0.7}}));
+  for (int i = 0; i < 23; ++i) {
+    auto run = [&](double published) {
+      std::string text = tiny_run(fmt::format("r{}", i), "fsdp", "tokens_per_s_per_gpu", published);
+      text.replace(text.find("hidden: 1024"), 12, fmt::format("hidden: {}", 512 * (1 + i % 5)));
+      text.replace(text.find("seq_len: 2048"), 13, fmt::format("seq_len: {}", i % 2 ? 512 : 4096));
+      if (i >= 10) text.replace(text.find("gpu: h100-sxm"), 13, "gpu: a100-sxm-80gb");
+      return text;
+    };
+    const Scenario s = parse_scenario(run(1.0), "x.yaml");
+    write(fmt::format("r{}.yaml", i), run(metric_value("tokens_per_s_per_gpu", s, truth(s))));
+  }
+  const auto cases = load_validation_cases(validation_files(dir_.string()));
+  std::vector<const ValidationCase*> all;
+  for (const auto& c : cases) all.push_back(&c);
+  const FittedParameters p = fit_parameters(all, 2);
+  EXPECT_DOUBLE_EQ(p.memory_bound_efficiency, 0.60);
+  EXPECT_DOUBLE_EQ(p.gemm16_efficiency.at("h100-sxm"), 0.70);
+  EXPECT_EQ(p.gemm16_runs.at("h100-sxm"), 10);
+  EXPECT_EQ(p.text(),
+            "kernels.memory_bound_efficiency = 0.60 (23 runs); h100-sxm kernels.gemm_efficiency "
+            "bf16/fp16 = 0.700 (10 runs)");
 }
 
 // The fit is a least median of |errors|. Three runs scatter evenly around the model at 0.6
@@ -395,7 +438,7 @@ TEST_F(ValidationDir, MemoryBoundEfficiencyIsFittedBackFromRunsMadeWithIt) {
 // inconsistent pair, both on one side). The least median stays at 0.60, where the three agree
 // best; a median signed error of zero would have moved to make the +5 % run exact.
 TEST_F(ValidationDir, MemoryBoundEfficiencyFitIgnoresOneSidedOutliers) {
-  const StepModel truth = with_memory_bound_efficiency(0.6);
+  const StepModel truth = with_fitted(fitted(0.6));
   const double published_over_truth[] = {1 / 0.95, 1.0, 1 / 1.05, 0.5, 0.5};
   for (int i = 0; i < 5; ++i) {
     const int hidden = 512 * (i + 1);
@@ -411,19 +454,29 @@ TEST_F(ValidationDir, MemoryBoundEfficiencyFitIgnoresOneSidedOutliers) {
   const auto cases = load_validation_cases(validation_files(dir_.string()));
   std::vector<const ValidationCase*> all;
   for (const auto& c : cases) all.push_back(&c);
-  EXPECT_DOUBLE_EQ(fit_memory_bound_efficiency(all, 1), 0.60);
+  EXPECT_DOUBLE_EQ(fit_parameters(all, 1).memory_bound_efficiency, 0.60);
 }
 
-// The shipped profiles carry the value fitted on the shipped published runs.
-TEST(Validation, ShippedMemoryBoundEfficiencyIsTheFitOfTheShippedRuns) {
+// The shipped profiles carry the values fitted on the shipped published runs: the memory-bound
+// efficiency in every profile, H100's 16-bit GEMM rate in H100's profile and in H200's (the same
+// compute).
+TEST(Validation, ShippedFittedParametersAreTheFitOfTheShippedRuns) {
   const std::string dir = std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/validation";
   const auto cases = load_validation_cases(validation_files(dir));
   std::vector<const ValidationCase*> all;
   for (const auto& c : cases) all.push_back(&c);
-  const double fitted = fit_memory_bound_efficiency(all, 2);
+  const FittedParameters fitted = fit_parameters(all, 2);
+  const char* refit = "run scripts/refit-profiles, rebuild, then scripts/update-validation-docs";
   for (const char* gpu : {"h100-sxm", "h200-sxm", "a100-sxm-80gb", "a100-sxm-40gb"})
-    EXPECT_DOUBLE_EQ(calibrate::load_profile(gpu).kernels.memory_bound_efficiency.value, fitted)
-        << gpu << ": run scripts/refit-profiles, rebuild, then scripts/update-validation-docs";
+    EXPECT_DOUBLE_EQ(calibrate::load_profile(gpu).kernels.memory_bound_efficiency.value,
+                     fitted.memory_bound_efficiency)
+        << gpu << ": " << refit;
+  ASSERT_GE(fitted.gemm16_runs.at("h100-sxm"), kMinGemmRuns);
+  for (const char* gpu : {"h100-sxm", "h200-sxm"})
+    for (const char* dtype : {"bf16", "fp16"})
+      EXPECT_DOUBLE_EQ(calibrate::load_profile(gpu).kernels.gemm_efficiency.at(dtype).value,
+                       fitted.gemm16_efficiency.at("h100-sxm"))
+          << gpu << " " << dtype << ": " << refit;
 }
 
 // Memory-bound kernels stream at the STREAM rate times the profile's efficiency; GEMMs keep the
