@@ -28,9 +28,9 @@ constexpr Grid kGemmGrid{100, 200, 4, 0.005};  // 0.50 .. 1.00
 constexpr int kMaxRounds = 5;
 
 /// The value of `grid` that minimizes `objective` (NaN: no run simulated); ties keep the value met
-/// first, and with no finite objective the grid's highest value.
+/// first; nothing when no value gives a finite objective.
 template <class Objective>
-double search(const Grid& grid, Objective objective) {
+std::optional<double> search(const Grid& grid, Objective objective) {
   int best = grid.highest;
   double best_error = std::numeric_limits<double>::infinity();
   auto consider = [&](int step) {
@@ -42,6 +42,7 @@ double search(const Grid& grid, Objective objective) {
   for (int step = std::max(grid.lowest, centre - grid.coarse + 1);
        step <= std::min(grid.highest, centre + grid.coarse - 1); ++step)
     if (step != centre) consider(step);
+  if (!std::isfinite(best_error)) return std::nullopt;
   return best * grid.unit;
 }
 
@@ -140,19 +141,23 @@ FittedParameters fit(const std::vector<const ValidationCase*>& training, int thr
   // Alternately, until neither kind of parameter moves.
   for (int round = 0; round < kMaxRounds; ++round) {
     const FittedParameters before = p;
-    p.memory_bound_efficiency = search(kMemoryGrid, [&](double e) {
+    auto memory_error = [&](double e) {
       FittedParameters trial = p;
       trial.memory_bound_efficiency = e;
       return memo.median_abs_error(all, trial, threads);
-    });
+    };
+    // With no run that simulates, the STREAM rate (the profiles' default without a fit).
+    p.memory_bound_efficiency = search(kMemoryGrid, memory_error).value_or(1.0);
     for (const auto& [profile, kind] : sixteen_bit) {
       if (static_cast<int>(kind.size()) < kMinGemmRuns) continue;
-      p.gemm16_runs[profile] = static_cast<int>(kind.size());
-      p.gemm16_efficiency[profile] = search(kGemmGrid, [&](double g) {
+      const auto g = search(kGemmGrid, [&](double value) {
         FittedParameters trial = p;
-        trial.gemm16_efficiency[profile] = g;
+        trial.gemm16_efficiency[profile] = value;
         return memo.median_abs_error(kind, trial, threads);
       });
+      if (!g) continue;  // none of them simulates: the prior stands
+      p.gemm16_efficiency[profile] = *g;
+      p.gemm16_runs[profile] = static_cast<int>(kind.size());
     }
     if (p.memory_bound_efficiency == before.memory_bound_efficiency &&
         p.gemm16_efficiency == before.gemm16_efficiency)
