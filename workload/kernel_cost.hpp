@@ -10,7 +10,10 @@
 ///     tiles = batch ceil(M / tm) ceil(N / tn)           (tile quantization)
 ///     waves = ceil(tiles / SMs)                          (wave quantization on the real SM count)
 ///     t_compute = waves x 2 tm tn K / (peak_d / SMs x eff_d x K / (K + k_half_d))
-///   the fastest candidate (cuBLAS's heuristics choose among tile shapes), and
+///   the fastest candidate (cuBLAS's heuristics choose among tile shapes); eff_d is
+///   kernels.gemm_efficiency[d], derived from a measured large GEMM, or fitted on published runs
+///   where the GPU has no sustained measurement in that dtype (H100 16-bit:
+///   twin/validation_fit.hpp); and
 ///   k_half_d = k_half x 2 / bytes_d: the tile's K loop fills a pipeline of shared-memory stages
 ///   of a fixed size in bytes, so an FP8 stage holds twice the K of a 16-bit one (CUTLASS's
 ///   Hopper tiles: 128 x 256 x 64 in BF16, 128 x 256 x 128 in FP8). Against the H100 FP8 shapes
