@@ -184,16 +184,6 @@ std::string FittedParameters::text() const {
   return out;
 }
 
-StepModel with_memory_bound_efficiency(double efficiency) {
-  return [efficiency](const Scenario& scenario) {
-    const Cluster cluster(scenario);
-    calibrate::Profile profile = cluster.profile();
-    profile.kernels.memory_bound_efficiency = {
-        efficiency, fmt::format("fitted on published training runs: {:.2f}", efficiency)};
-    return simulate_step(cluster.with_profile(std::move(profile)));
-  };
-}
-
 StepModel with_fitted(const FittedParameters& p) {
   return [p](const Scenario& scenario) {
     const Cluster cluster(scenario);

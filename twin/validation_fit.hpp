@@ -55,10 +55,6 @@ struct FittedParameters {
   [[nodiscard]] std::string text() const;
 };
 
-/// The step model with kernels.memory_bound_efficiency set to `efficiency` in every profile
-/// (the GEMM rates as the profiles ship them).
-StepModel with_memory_bound_efficiency(double efficiency);
-
 /// The step model with every fitted parameter set: the memory-bound efficiency in every profile,
 /// and in each profile with a gemm16_efficiency_prior its fitted 16-bit GEMM rate, or the prior
 /// when `p` has none for it.
