@@ -285,7 +285,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         again += p.recomputed_layers(layout.layers(stage, chunk));
     recompute = (model.forward_flops(t.global_batch) -
                  2.0 * t.global_batch * model.seq_len * model.vocab * model.hidden) *
-                (again == model.layers ? 1.0 : static_cast<double>(again) / model.layers);
+                again / model.layers;
   }
   if (p.recompute == "selective") {
     // The attention core counted as Megatron counts it (the full square); every other recomputed
