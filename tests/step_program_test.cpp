@@ -1,6 +1,6 @@
 // Closed-form checks of the step program: unfused attention bytes, cross-entropy, casts and
 // recompute, separate data- and weight-gradient GEMMs, TP overlap, balanced uneven pipeline
-// stages, MLA, ring-attention traffic, and the errors of bad input.
+// stages, MLA, ring-attention traffic, sliding-window attention, and the errors of bad input.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -472,6 +472,75 @@ TEST(ContextParallel, StepRunsWithCpAndTrafficGrowsWithIt) {
   for (const auto& [name, seconds] : r.collective_times)
     if (name.rfind("CP ring", 0) == 0) found = seconds > 0;
   EXPECT_TRUE(found);
+}
+
+TEST(SlidingWindow, WindowedLayersComputeTheirBandAtTheWindowsRate) {
+  // A window w of s tokens: s w - w^2 / 2 query-key pairs of the causal triangle's s^2 / 2,
+  // at the measured rate for length w. GPT-OSS's pattern: every second layer attends fully.
+  ModelSpec m = small_model();  // 32 layers, 32 heads of 128, s = 2048
+  m.sliding_window = 512;
+  m.full_attention_every = 2;
+  EXPECT_TRUE(m.windowed(0));
+  EXPECT_FALSE(m.windowed(1));
+  const ParallelismSpec p = one_stage(1);
+  const TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
+  int full = 0, windowed = 0;
+  for (const auto& b : prog.blocks) {
+    if (b.label == "dense layer") full = b.count;
+    if (b.label == "dense layer (sliding window 512)") windowed = b.count;
+  }
+  EXPECT_EQ(full, 16);
+  EXPECT_EQ(windowed, 16);
+  auto flash_fwd = [&](const std::string& label) {
+    for (const auto& k : block_kernels(prog, label))
+      if (k.name == "flash attention fwd") return k;
+    ADD_FAILURE() << "no flash attention in " << label;
+    return Kernel{};
+  };
+  const Kernel whole = flash_fwd("dense layer"),
+               band = flash_fwd("dense layer (sliding window 512)");
+  const double bh = 1.0 * 32, s = 2048, w = 512, d = 128;
+  EXPECT_DOUBLE_EQ(whole.flops, 2.0 * bh * (s * s / 2) * 2 * d);
+  EXPECT_DOUBLE_EQ(band.flops, 2.0 * bh * (s * w - w * w / 2) * 2 * d);
+  const double rate_w =
+      calibrate::load_profile("h100-sxm").kernels.flash_attention->tflops(true, 128, 512) * 1e12;
+  EXPECT_NEAR(band.time_s,
+              std::max(c.launch_s() + band.flops / rate_w, c.launch_s() + band.bytes / c.hbm_Bps()),
+              1e-12);
+  // A window as long as the sequence is plain causal attention; without one nothing changes.
+  ModelSpec wide = m;
+  wide.sliding_window = 2048;
+  EXPECT_FALSE(wide.windowed(0));
+  ModelSpec plain = m;
+  plain.sliding_window = 0;
+  plain.full_attention_every = 0;
+  const ChunkProgram reference = chunk_program(plain, p, t, layout, c, 0, 0);
+  EXPECT_DOUBLE_EQ(chunk_program(wide, p, t, layout, c, 0, 0).forward_s, reference.forward_s);
+  EXPECT_LT(prog.forward_s, reference.forward_s);
+  // Unfused attention masks the whole square: the window saves nothing there.
+  TrainingSpec unfused = t;
+  unfused.attention = "unfused";
+  EXPECT_DOUBLE_EQ(chunk_program(m, p, unfused, layout, c, 0, 0).forward_s,
+                   chunk_program(plain, p, unfused, layout, c, 0, 0).forward_s);
+}
+
+TEST(BadInput, SlidingWindowNamesTheField) {
+  auto field = [](std::vector<std::string> sets) {
+    return test::error_of([&] { sim::simulate_step(sim::load_scenario("", sets)); }).field();
+  };
+  EXPECT_EQ(field({"model.sliding_window=-1"}), "model.sliding_window");
+  EXPECT_EQ(field({"model.full_attention_every=2"}), "model.full_attention_every");
+  EXPECT_EQ(field({"model.sliding_window=128", "model.full_attention_every=-2"}),
+            "model.full_attention_every");
+  // Ring attention exchanges every K/V block; with a window it would not need to.
+  EXPECT_EQ(field({"cluster.nodes=4", "fabric.tiers=2", "fabric.switch_radix=16",
+                   "model.preset=llama3-8b", "model.sliding_window=1024", "parallelism.tp=4",
+                   "parallelism.cp=2", "parallelism.pp=1", "parallelism.dp=4",
+                   "parallelism.virtual_stages=1", "training.global_batch=16"}),
+            "parallelism.cp");
 }
 
 TEST(BadInput, RecomputeModulesNameTheField) {

@@ -210,6 +210,13 @@ void model(std::vector<Entry>& t) {
                     "Every k-th layer is MoE"));
   t.push_back(plain("model.capacity_factor", m(&ModelSpec::capacity_factor), "", at_least(1),
                     "Tokens per expert relative to a perfect balance (load imbalance)"));
+  t.push_back(plain("model.sliding_window", m(&ModelSpec::sliding_window), "tokens", at_least(0),
+                    "Sliding-window attention: tokens each query sees in a windowed layer, "
+                    "itself included (0: none)"));
+  t.push_back(plain("model.full_attention_every", m(&ModelSpec::full_attention_every), "",
+                    at_least(0),
+                    "With model.sliding_window: every k-th layer attends to the whole causal "
+                    "prefix, the others to the window (0: every layer windowed)"));
 }
 
 void parallelism(std::vector<Entry>& t) {

@@ -130,7 +130,7 @@ Kernel KernelCoster::split_gemm(const std::string& name, double m, double n, dou
 
 Kernel KernelCoster::flash_attention(const std::string& name, bool forward, double batch_heads,
                                      double s_q, double s_k, double head_dim, bool causal,
-                                     double table_seq, double v_head_dim) const {
+                                     double table_seq, double v_head_dim, double window) const {
   if (!has_flash())
     throw core::Error("training.attention", "flash",
                       fmt::format("profile '{}' has no flash-attention measurements "
@@ -140,16 +140,21 @@ Kernel KernelCoster::flash_attention(const std::string& name, bool forward, doub
   Kernel out;
   out.name = name;
   const double dv = v_head_dim > 0 ? v_head_dim : head_dim;
+  const bool band = causal && window > 0 && window < s_k;
   out.shape =
       dv == head_dim
           ? fmt::format("{:g}x(s {:g}x{:g}, d {:g})", batch_heads, s_q, s_k, head_dim)
           : fmt::format("{:g}x(s {:g}x{:g}, d {:g}/{:g})", batch_heads, s_q, s_k, head_dim, dv);
+  if (band) out.shape += fmt::format(", window {:g}", window);
   out.tensor_core = true;
-  const double fwd = 2.0 * batch_heads * s_q * s_k * (head_dim + dv) * (causal ? 0.5 : 1.0);
+  // Query-key pairs: the causal triangle (s_q s_k / 2), or the band of a sliding window.
+  const double pairs = band ? s_q * window - window * window / 2 : s_q * s_k * (causal ? 0.5 : 1.0);
+  const double fwd = 2.0 * batch_heads * pairs * (head_dim + dv);
   out.flops = forward ? fwd : 2.5 * fwd;
   // Q, K, V and O (and their gradients backward) stream through HBM once.
   out.bytes = batch_heads * (s_q + s_k) * (head_dim + dv) * 2.0 * (forward ? 1.0 : 2.0);
-  const double rate = table.tflops(forward, std::max(head_dim, dv), table_seq) * 1e12;
+  const double rate =
+      table.tflops(forward, std::max(head_dim, dv), band ? window : table_seq) * 1e12;
   return finish(out, out.flops / rate, out.bytes / hbm_Bps_);
 }
 

@@ -30,6 +30,12 @@
 ///   (4 s_q s_k d when value heads are as wide as query/key heads; halved by the mask), backward
 ///   2.5 x forward; t = FLOPs / measured TFLOP/s at (max(d, d_v), s) from the profile's table
 ///   (forward and backward separately; head widths beyond the table take its widest column).
+///   Sliding window w < s (each query sees its w latest keys): the band has s w - w^2 / 2 of the
+///   causal triangle's s^2 / 2 query-key pairs, and runs at the table's rate for length w: each
+///   block of B queries touches about w / B key blocks with a partly masked block at each edge,
+///   the useful fraction of causal attention over w tokens (a block-sparse kernel skips the
+///   blocks outside the band). Below the table's shortest length the rate is that length's: a
+///   band narrower than that is costed faster than it runs.
 ///
 /// Memory-bound (element-wise, norms, softmax, cross-entropy, optimizer): t_memory = bytes /
 ///   (hbm_achievable x memory_bound_efficiency); no compute term. hbm_achievable is a STREAM
@@ -79,9 +85,12 @@ class KernelCoster {
   /// Flash attention over `batch_heads` (sequences x local query heads) of s_q queries against
   /// s_k keys; `table_seq` is the sequence length to look the measured rate up at.
   /// `v_head_dim` (0: head_dim) is the width of a value head (MLA: 128 against 192).
+  /// `window` > 0: causal sliding-window attention over s_q = s_k tokens, each query seeing its
+  /// `window` latest keys (a window of s_k or more is the full causal square).
   [[nodiscard]] Kernel flash_attention(const std::string& name, bool forward, double batch_heads,
                                        double s_q, double s_k, double head_dim, bool causal,
-                                       double table_seq, double v_head_dim = 0) const;
+                                       double table_seq, double v_head_dim = 0,
+                                       double window = 0) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   [[nodiscard]] Kernel memory(const std::string& name, double bytes) const;
 

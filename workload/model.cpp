@@ -169,6 +169,16 @@ void validate(const ModelSpec& m) {
   }
   if (m.experts < 0)
     throw core::Error("model.experts", std::to_string(m.experts), "must not be negative");
+  if (m.sliding_window < 0)
+    throw core::Error("model.sliding_window", std::to_string(m.sliding_window),
+                      "must not be negative (0: every layer attends to the whole causal prefix)");
+  if (m.full_attention_every < 0)
+    throw core::Error("model.full_attention_every", std::to_string(m.full_attention_every),
+                      "must not be negative (0: every layer windowed)");
+  if (m.full_attention_every > 0 && m.sliding_window == 0)
+    throw core::Error("model.full_attention_every", std::to_string(m.full_attention_every),
+                      "interleaves full-attention layers among windowed ones: it needs "
+                      "model.sliding_window > 0");
   auto not_negative = [](int v, const char* field) {
     if (v < 0) throw core::Error(field, std::to_string(v), "must not be negative");
   };

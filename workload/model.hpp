@@ -46,8 +46,18 @@ struct ModelSpec {
   int shared_experts = 0;
   int moe_layer_every = 1;       ///< every k-th layer is MoE (1: all)
   double capacity_factor = 1.0;  ///< tokens per expert relative to a perfect balance
+  // Sliding-window attention (GPT-OSS, Gemma, Mistral): windowed layers let each query see its
+  // `sliding_window` latest tokens (itself included) instead of the whole causal prefix.
+  int sliding_window = 0;        ///< tokens each query sees in a windowed layer (0: none)
+  int full_attention_every = 0;  ///< with a window: every k-th layer attends fully (0: none)
 
   [[nodiscard]] bool moe() const { return experts > 0; }
+  /// Whether layer `layer` (0-based) attends over a sliding window: with full_attention_every
+  /// k, layers k-1, 2k-1, ... attend fully (GPT-OSS: k = 2, the first layer windowed).
+  [[nodiscard]] bool windowed(int layer) const {
+    return sliding_window > 0 && sliding_window < seq_len &&
+           (full_attention_every == 0 || (layer + 1) % full_attention_every != 0);
+  }
   [[nodiscard]] int mlp_matrices() const { return mlp == "gelu" ? 2 : 3; }
   [[nodiscard]] int moe_layers() const { return moe() ? layers / moe_layer_every : 0; }
   /// Width of one attention head (Megatron's kv_channels).

@@ -219,8 +219,9 @@ std::pair<double, double> mla_projections(BlockBuilder& bb, const Shape& x, cons
   return {first, first_bwd};
 }
 
+// `window` > 0: a sliding-window layer (each query sees its `window` latest keys).
 void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const ParallelismSpec& p,
-                     const TrainingSpec& t, int cp) {
+                     const TrainingSpec& t, int window) {
   const bool selective = p.recomputes("core_attn");
   bb.elementwise("input norm", x.Tsp * x.h, 2, 5, 3, p.recomputes("layernorm"));
   double qkv = 0, qkv_bwd = 0;
@@ -236,10 +237,11 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   if (t.attention != "unfused") {
     // Ring attention computes this rank's s/cp queries against all s keys, load-balanced so the
     // causal half is skipped evenly: 1/cp of the full causal work.
+    // A sliding window computes only its band (context parallelism is refused with a window).
     Kernel f = bb.c_.flash_attention("flash attention fwd", true, bh, x.s_local, x.s, x.head_dim,
-                                     true, x.s_local, x.v_dim);
+                                     true, x.s_local, x.v_dim, window);
     Kernel b = bb.c_.flash_attention("flash attention bwd", false, bh, x.s_local, x.s, x.head_dim,
-                                     true, x.s_local, x.v_dim);
+                                     true, x.s_local, x.v_dim, window);
     attn_f = f.time_s;
     attn_b = b.time_s;
     if (selective) bb.block.recompute.push_back(f);
@@ -248,6 +250,8 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
     // preprocessing kernel and the dQ conversion: neither is a kernel of its own here.
     bb.block.backward.push_back(std::move(b));
   } else {
+    // Unfused attention materializes the whole s x s score tensor and masks it, a sliding
+    // window's band included (Megatron's and PyTorch's unfused paths): the window saves nothing.
     const double scores = bh * x.s_local * x.s;  // elements of the s x s score tensor
     const auto before_f = bb.block.forward.size(), before_b = bb.block.backward.size();
     bb.weightless_gemm("attention QK^T", x.s_local, x.s, x.head_dim, bh, selective);
@@ -265,7 +269,6 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
     for (auto i = before_b; i < bb.block.backward.size(); ++i)
       attn_b += bb.block.backward[i].time_s;
   }
-  (void)cp;
   bb.block.attention_forward_s += attn_f;
   bb.block.attention_backward_s += attn_b;
   const double proj =
@@ -367,21 +370,25 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     c.blocks.push_back(std::move(bb.block));
     c.params += static_cast<double>(model.vocab) * x.h / x.tp;
   }
-  // Layers of each kind, and how many of them are among the chunk's recomputed first layers.
+  // Layers of each kind (dense or MoE, full or sliding-window attention), and how many of them
+  // are among the chunk's recomputed first layers.
   const int recomputed = p.recomputed_layers(c.layers);
-  int dense = 0, moe = 0, dense_again = 0, moe_again = 0;
+  int count_of[2][2] = {}, again_of[2][2] = {};
   for (int l = c.first_layer; l < c.first_layer + c.layers; ++l) {
-    const bool is_moe = model.moe() && (l + 1) % model.moe_layer_every == 0;
-    (is_moe ? moe : dense) += 1;
-    if (l < c.first_layer + recomputed) (is_moe ? moe_again : dense_again) += 1;
+    const int is_moe = model.moe() && (l + 1) % model.moe_layer_every == 0 ? 1 : 0;
+    const int windowed = model.windowed(l) ? 1 : 0;
+    ++count_of[is_moe][windowed];
+    if (l < c.first_layer + recomputed) ++again_of[is_moe][windowed];
   }
-  for (int kind = 0; kind < 2; ++kind) {
-    const int count = kind == 0 ? dense : moe;
+  for (int block = 0; block < 4; ++block) {
+    const int kind = block / 2, windowed = block % 2;
+    const int count = count_of[kind][windowed];
     if (count == 0) continue;
     BlockBuilder bb(coster, fused, autocast);
     bb.block.label = kind == 0 ? "dense layer" : "MoE layer";
+    if (windowed) bb.block.label += fmt::format(" (sliding window {})", model.sliding_window);
     bb.block.count = count;
-    attention_block(bb, x, model, p, t, p.cp);
+    attention_block(bb, x, model, p, t, windowed ? model.sliding_window : 0);
     if (kind == 0) {
       dense_mlp(bb, x, p);
       c.params += count * (model.attention_params() + model.dense_mlp_params()) / x.tp;
@@ -399,7 +406,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     }
     bb.block.tp_collectives = p.tp > 1 ? 2 : 0;
     bb.block.cp_exchanges = p.cp > 1 ? p.cp - 1 : 0;
-    add_layer_block(c, std::move(bb.block), kind == 0 ? dense_again : moe_again);
+    add_layer_block(c, std::move(bb.block), again_of[kind][windowed]);
   }
   if (stage == layout.pp - 1 && chunk == layout.v - 1) {
     BlockBuilder bb(coster, fused, autocast);

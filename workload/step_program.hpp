@@ -53,8 +53,8 @@ namespace twin::workload {
 /// Kernels of one kind of block (a dense layer, an MoE layer, the embedding, the output layer),
 /// repeated `count` times in a chunk.
 struct BlockProgram {
-  /// "dense layer", "MoE layer" (with " (recomputed)" for the layers recompute_layers reruns),
-  /// "embedding", "output layer + loss"
+  /// "dense layer", "MoE layer" (with " (sliding window N)" for windowed-attention layers and
+  /// " (recomputed)" for the layers recompute_layers reruns), "embedding", "output layer + loss"
   std::string label;
   int count = 0;
   std::vector<Kernel> forward, backward, recompute;
