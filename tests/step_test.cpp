@@ -50,6 +50,12 @@ TEST(ModelFlops, MatchNarayananClosedForms) {
   EXPECT_NEAR(workload::model_preset("mixtral-8x7b").total_params() / 1e9, 46.7, 1);
   EXPECT_NEAR(workload::model_preset("dbrx").total_params() / 1e9, 132, 3);
   EXPECT_NEAR(workload::model_preset("dbrx").active_params() / 1e9, 36, 2);
+  // GPT-OSS 120B: 116.8B; 5.1B active counts one of the two embedding matrices.
+  const workload::ModelSpec oss = workload::model_preset("gpt-oss-120b");
+  EXPECT_NEAR(oss.total_params() / 1e9, 116.8, 0.5);
+  EXPECT_NEAR((oss.active_params() - 1.0 * oss.vocab * oss.hidden) / 1e9, 5.1, 0.1);
+  EXPECT_TRUE(oss.windowed(0));
+  EXPECT_FALSE(oss.windowed(35));
 }
 
 TEST(Step, DefaultScenarioIsTheReferenceClusterTrainingA70BModel) {

@@ -111,6 +111,18 @@ std::vector<ModelSpec> presets() {
   v3.shared_experts = 1;
   v3.expert_ffn_hidden = 2048;
   p.push_back(v3);
+  // GPT-OSS 120B (OpenAI 2025, openai/gpt-oss-120b config.json): 36 layers, 2880 hidden, 64
+  // query heads of 64 and 8 KV heads, 128 experts top-4 of width 2880, 201,088 vocabulary;
+  // sliding window of 128 tokens on every other layer, the first one windowed. Attention sinks
+  // and the projections' biases are not modelled; 4,096 tokens as Megatron-Bridge trains it.
+  ModelSpec oss = dense("gpt-oss-120b", 36, 2880, 64, 8, 2880, 201088, 4096);
+  oss.head_dim = 64;
+  oss.experts = 128;
+  oss.top_k = 4;
+  oss.expert_ffn_hidden = 2880;
+  oss.sliding_window = 128;
+  oss.full_attention_every = 2;
+  p.push_back(oss);
   return p;
 }
 
