@@ -193,6 +193,47 @@ TEST(Software, Fp32GatherAndReductionDoubleTheirBytes) {
   EXPECT_GE(gather32.step_time_s, bf16.step_time_s);
 }
 
+TEST(Software, AShardedOptimizerMayAllReduceItsGradientsAsZeroZeroDoes) {
+  // Zero 1 on 2 nodes x 8 GPUs: Megatron's distributed optimizer reduce-scatters the gradients,
+  // (N - 1) / N of their bytes per rank; DeepSpeed's BF16_Optimizer all-reduces them, as zero 0
+  // does (the same collective, twice the bytes on a ring; NCCL's tuner may pick a tree), and both
+  // gather the updated parameters back. 8 of Llama 3 8B's layers, so that zero 0 fits.
+  const std::vector<std::string> base = {"cluster.nodes=2",
+                                         "fabric.tiers=2",
+                                         "fabric.switch_radix=16",
+                                         "model.preset=llama3-8b",
+                                         "model.seq_len=2048",
+                                         "model.layers=8",
+                                         "parallelism.tp=1",
+                                         "parallelism.pp=1",
+                                         "parallelism.dp=16",
+                                         "parallelism.zero=1",
+                                         "parallelism.virtual_stages=1",
+                                         "parallelism.micro_batch=1",
+                                         "training.global_batch=16"};
+  auto seconds = [](const sim::StepReport& r, const std::string& prefix) {
+    double sum = 0;
+    for (const auto& [name, s] : r.collective_times)
+      if (name.rfind(prefix, 0) == 0) sum += s;
+    return sum;
+  };
+  const sim::StepReport scatter = step_with(base, {});
+  const sim::StepReport all = step_with(base, {"training.grad_sync=all_reduce"});
+  const double rs = seconds(scatter, "DP reduce_scatter"), ar = seconds(all, "DP all_reduce");
+  ASSERT_GT(rs, 0);
+  EXPECT_DOUBLE_EQ(seconds(all, "DP reduce_scatter"), 0);
+  EXPECT_GT(ar, 1.2 * rs);
+  EXPECT_DOUBLE_EQ(ar, seconds(step_with(base, {"parallelism.zero=0"}), "DP all_reduce"));
+  EXPECT_DOUBLE_EQ(seconds(all, "DP param all_gather"), seconds(scatter, "DP param all_gather"));
+  // The gradients of ZeRO-2 and FSDP are sharded: they can only be reduce-scattered.
+  for (const char* zero : {"parallelism.zero=2", "parallelism.zero=3"})
+    EXPECT_EQ(test::error_of([&] {
+                step_with(base, {zero, "training.grad_sync=all_reduce"});
+              }).field(),
+              "training.grad_sync")
+        << zero;
+}
+
 TEST(Software, OlderFlashAttentionKernelsAreSlower) {
   // The same causal attention (d 128, 4K) on H100: FlashAttention-3 forward > FA2 > FA1, from
   // the profile's measured tables.

@@ -354,6 +354,11 @@ void training(std::vector<Entry>& t) {
                     one_of({"bf16", "fp32"}),
                     "Gradients reduced and kept in bf16 or fp32 (FSDP reduce_dtype, Megatron "
                     "grad_reduce_in_fp32): fp32 doubles the gradient traffic and buffers"));
+  t.push_back(plain("training.grad_sync", tr(&TrainingSpec::grad_sync), "",
+                    one_of({"auto", "all_reduce"}),
+                    "Gradient synchronization with zero 1: auto reduce-scatters (Megatron's "
+                    "distributed optimizer); all_reduce all-reduces the whole gradient, then "
+                    "all-gathers the updated parameters (DeepSpeed's BF16_Optimizer)"));
   t.push_back(plain("training.memory_reserve_GB", tr(&TrainingSpec::memory_reserve_GB), "GB",
                     at_least(0), "GPU memory kept free (CUDA context, NCCL buffers, allocator)"));
   t.push_back(plain("training.price_per_gpu_hour", tr(&TrainingSpec::price_per_gpu_hour), "USD",

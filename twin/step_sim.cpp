@@ -206,7 +206,8 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
                               once, layer_units);
         } else {
           const int units = p.zero == 2 ? layer_units : buckets(dense_params, layout.dp);
-          const std::string op = p.zero == 0 ? "all_reduce" : "reduce_scatter";
+          const std::string op =
+              p.zero == 0 || t.grad_sync == "all_reduce" ? "all_reduce" : "reduce_scatter";
           dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op,
                           layout.dp_groups(s, layout.dp), g * dense_params, once, units);
           if (p.zero >= 1)  // distributed optimizer: gather the updated shards back

@@ -160,6 +160,13 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                                   "(model.sliding_window {}) is not modelled: ring attention "
                                   "here exchanges every K/V block",
                                   model.sliding_window));
+  if (t.grad_sync != "auto" && t.grad_sync != "all_reduce")
+    throw core::Error("training.grad_sync", t.grad_sync, "must be 'auto' or 'all_reduce'");
+  if (t.grad_sync == "all_reduce" && p.zero >= 2)
+    throw core::Error("training.grad_sync", t.grad_sync,
+                      fmt::format("zero {} shards the gradients, which are reduce-scattered; "
+                                  "all_reduce is the whole-gradient synchronization of zero 0-1",
+                                  p.zero));
   if (p.cp > 1 && p.zero >= 3)
     throw core::Error("parallelism.cp", std::to_string(p.cp),
                       "context parallelism is modelled with Megatron's DP/distributed optimizer, "

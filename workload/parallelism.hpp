@@ -134,6 +134,12 @@ struct TrainingSpec {
   /// accumulate_allreduce_grads_in_fp32). fp32 doubles the reduce-scatter / all-reduce bytes and
   /// the gradient buffers.
   std::string grad_reduce_dtype = "bf16";
+  /// How a sharded optimizer (zero 1) synchronizes gradients: "auto" reduce-scatters them
+  /// (Megatron's distributed optimizer: each rank receives the sum of its shard);
+  /// "all_reduce" all-reduces the whole gradient and each rank then updates its shard and
+  /// all-gathers the parameters back (DeepSpeed's BF16_Optimizer, whose get_grads_for_reduction
+  /// hands the engine the full fp32 gradient buffer): twice the gradient bytes.
+  std::string grad_sync = "auto";
   [[nodiscard]] double param_gather_bytes() const { return bytes_of(param_gather_dtype); }
   [[nodiscard]] double grad_bytes() const { return bytes_of(grad_reduce_dtype); }
   double memory_reserve_GB = 4.0;
