@@ -141,6 +141,14 @@ sim::StepReport step_with(std::vector<std::string> base, const std::vector<std::
   return sim::simulate_step(sim::load_scenario("", base));
 }
 
+/// Seconds per step of the report's collectives whose names start with `prefix`, summed.
+double seconds(const sim::StepReport& r, const std::string& prefix) {
+  double sum = 0;
+  for (const auto& [name, s] : r.collective_times)
+    if (name.rfind(prefix, 0) == 0) sum += s;
+  return sum;
+}
+
 TEST(Software, OlderStacksAreSlower) {
   const std::vector<std::string> base = {
       "cluster.nodes=4",         "fabric.tiers=2",     "fabric.switch_radix=16",
@@ -174,11 +182,6 @@ TEST(Software, Fp32GatherAndReductionDoubleTheirBytes) {
       "parallelism.zero=3",        "parallelism.virtual_stages=1",
       "parallelism.micro_batch=1", "training.global_batch=16"};
   auto run = [&](const std::vector<std::string>& extra) { return step_with(base, extra); };
-  auto seconds = [](const sim::StepReport& r, const std::string& prefix) {
-    for (const auto& [name, s] : r.collective_times)
-      if (name.rfind(prefix, 0) == 0) return s;
-    return -1.0;
-  };
   const sim::StepReport bf16 = run({});
   const sim::StepReport gather32 = run({"training.param_gather_dtype=fp32"});
   const sim::StepReport reduce32 = run({"training.grad_reduce_dtype=fp32"});
@@ -211,12 +214,6 @@ TEST(Software, AShardedOptimizerMayAllReduceItsGradientsAsZeroZeroDoes) {
                                          "parallelism.virtual_stages=1",
                                          "parallelism.micro_batch=1",
                                          "training.global_batch=16"};
-  auto seconds = [](const sim::StepReport& r, const std::string& prefix) {
-    double sum = 0;
-    for (const auto& [name, s] : r.collective_times)
-      if (name.rfind(prefix, 0) == 0) sum += s;
-    return sum;
-  };
   const sim::StepReport scatter = step_with(base, {});
   const sim::StepReport all = step_with(base, {"training.grad_sync=all_reduce"});
   const double rs = seconds(scatter, "DP reduce_scatter"), ar = seconds(all, "DP all_reduce");

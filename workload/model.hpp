@@ -55,9 +55,10 @@ struct ModelSpec {
   /// Whether layer `layer` (0-based) attends over a sliding window: with full_attention_every
   /// k, layers k-1, 2k-1, ... attend fully (GPT-OSS: k = 2, the first layer windowed).
   [[nodiscard]] bool windowed(int layer) const {
-    return sliding_window > 0 && sliding_window < seq_len &&
-           (full_attention_every == 0 || (layer + 1) % full_attention_every != 0);
+    return has_window() && (full_attention_every == 0 || (layer + 1) % full_attention_every != 0);
   }
+  /// Whether any layer's window is shorter than the sequence (a longer one is full attention).
+  [[nodiscard]] bool has_window() const { return sliding_window > 0 && sliding_window < seq_len; }
   [[nodiscard]] int mlp_matrices() const { return mlp == "gelu" ? 2 : 3; }
   [[nodiscard]] int moe_layers() const { return moe() ? layers / moe_layer_every : 0; }
   /// Width of one attention head (Megatron's kv_channels).

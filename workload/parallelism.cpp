@@ -154,7 +154,7 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                       fmt::format("2 x cp must divide model.seq_len ({}): ring attention splits "
                                   "each sequence into 2 cp load-balanced chunks",
                                   model.seq_len));
-  if (p.cp > 1 && model.sliding_window > 0 && model.sliding_window < model.seq_len)
+  if (p.cp > 1 && model.has_window())
     throw core::Error("parallelism.cp", std::to_string(p.cp),
                       fmt::format("context parallelism with sliding-window attention "
                                   "(model.sliding_window {}) is not modelled: ring attention "
