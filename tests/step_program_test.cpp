@@ -143,6 +143,66 @@ TEST(StepProgram, Fp32WeightsUnderAutocastAreCastWhereUsed) {
   EXPECT_EQ(fwd.count("attention AV weight cast (autocast)"), 0u);
   // One cast per weight matrix of the layer: qkv, proj, fc1, fc2.
   EXPECT_EQ(fwd.size(), 4u);
+  // A cast is a plain conversion, one read and one write stream: it runs at the STREAM rate,
+  // not at the fitted fraction of it that the other memory-bound kernels reach.
+  const KernelCoster& c = h100_bf16();
+  const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
+  int checked = 0;
+  for (const auto& k : block_kernels(prog, "dense layer")) {
+    if (k.name.find("weight cast") == std::string::npos) continue;
+    EXPECT_DOUBLE_EQ(k.time_s, c.launch_s() + k.bytes / c.hbm_Bps()) << k.name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
+  EXPECT_LT(c.memory_kernel_Bps(), c.hbm_Bps());
+}
+
+TEST(StepProgram, EarlyStoppingRecomputeSkipsTheLastGemmAndTheResidualAdd) {
+  // Full recompute reruns a layer's forward. PyTorch's non-reentrant checkpoint stops once the
+  // backward's saved tensors exist again: the last of them are fc2's operands, saved before fc2
+  // runs, so fc2 and the residual add after it are not rerun; everything before them is.
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(1);
+  p.recompute = "full";
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  auto dense = [&](const TrainingSpec& s) {
+    for (const auto& b : chunk_program(m, p, s, layout, c, 0, 0).blocks)
+      if (b.label == "dense layer") return b;
+    ADD_FAILURE() << "no dense layer";
+    return BlockProgram{};
+  };
+  auto names = [](const std::vector<Kernel>& kernels) {
+    std::vector<std::string> out;
+    for (const auto& k : kernels) out.push_back(k.name);
+    return out;
+  };
+  const BlockProgram whole = dense(t);
+  EXPECT_EQ(names(whole.recompute), names(whole.forward));
+  ASSERT_GE(whole.forward.size(), 3u);
+  const Kernel& fc2 = whole.forward[whole.forward.size() - 2];
+  const Kernel& residual = whole.forward.back();
+  ASSERT_EQ(fc2.name, "fc2");
+  ASSERT_EQ(residual.name, "residual add");
+
+  t.recompute_early_stop = true;
+  const BlockProgram early = dense(t);
+  std::vector<std::string> expected = names(whole.forward);
+  expected.resize(expected.size() - 2);
+  EXPECT_EQ(names(early.recompute), expected);
+  EXPECT_EQ(names(early.forward), names(whole.forward));
+  auto total = [](const std::vector<Kernel>& kernels) {
+    double s = 0;
+    for (const auto& k : kernels) s += k.time_s;
+    return s;
+  };
+  EXPECT_NEAR(total(whole.recompute) - total(early.recompute), fc2.time_s + residual.time_s, 1e-12);
+
+  // Under autocast fc2's bf16 weight is one of its saved operands: its cast is rerun.
+  t.param_gather_dtype = "fp32";
+  const auto cast = names(dense(t).recompute);
+  EXPECT_EQ(cast.back(), "fc2 weight cast (autocast)");
 }
 
 TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
@@ -541,6 +601,22 @@ TEST(BadInput, SlidingWindowNamesTheField) {
                    "parallelism.cp=2", "parallelism.pp=1", "parallelism.dp=4",
                    "parallelism.virtual_stages=1", "training.global_batch=16"}),
             "parallelism.cp");
+}
+
+TEST(BadInput, RecomputeEarlyStopNamesTheField) {
+  auto error_of = [](const std::vector<std::string>& sets) {
+    return test::error_of([&] { sim::simulate_step(sim::load_scenario("", sets)); });
+  };
+  // Early stopping shortens a full recompute; without one it would silently do nothing.
+  const core::Error none =
+      error_of({"parallelism.recompute=none", "training.recompute_early_stop=true"});
+  EXPECT_EQ(none.field(), "training.recompute_early_stop");
+  EXPECT_NE(std::string(none.what()).find("parallelism.recompute"), std::string::npos);
+  // With TP the skipped GEMM's collective would also be skipped, which is not modelled.
+  const core::Error tp =
+      error_of({"parallelism.recompute=full", "training.recompute_early_stop=true"});
+  EXPECT_EQ(tp.field(), "training.recompute_early_stop");
+  EXPECT_NE(std::string(tp.what()).find("parallelism.tp"), std::string::npos);
 }
 
 TEST(BadInput, RecomputeModulesNameTheField) {

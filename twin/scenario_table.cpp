@@ -359,6 +359,11 @@ void training(std::vector<Entry>& t) {
                     "Gradient synchronization with zero 1: auto reduce-scatters (Megatron's "
                     "distributed optimizer); all_reduce all-reduces the whole gradient, then "
                     "all-gathers the updated parameters (DeepSpeed's BF16_Optimizer)"));
+  t.push_back(plain("training.recompute_early_stop", tr(&TrainingSpec::recompute_early_stop), "",
+                    kAny,
+                    "Full recompute stops once the layer's saved tensors exist again (PyTorch "
+                    ">= 2.1 non-reentrant checkpointing: the MLP's output GEMM and the residual "
+                    "add are not rerun); false reruns the whole forward (Megatron, DeepSpeed)"));
   t.push_back(plain("training.memory_reserve_GB", tr(&TrainingSpec::memory_reserve_GB), "GB",
                     at_least(0), "GPU memory kept free (CUDA context, NCCL buffers, allocator)"));
   t.push_back(plain("training.price_per_gpu_hour", tr(&TrainingSpec::price_per_gpu_hour), "USD",

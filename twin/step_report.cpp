@@ -18,14 +18,15 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   for (const auto& o : s.hardware_overrides) out += fmt::format("overridden   {}\n", o);
   out += fmt::format(
       "parallelism  tp {} x cp {} x pp {} (v {}{}) x dp {}, ep {}{}, zero {}{}, micro-batch {}, {} "
-      "micro-batches, recompute {}\n",
+      "micro-batches, recompute {}{}\n",
       p.tp, p.cp, p.pp, r.virtual_stages, p.virtual_stages == 0 ? ", auto" : "", p.dp, p.ep,
       p.expert_tp > 0 ? fmt::format(" (expert tp {})", p.expert_tp) : "", p.zero,
       p.hsdp_shard > 0 ? fmt::format(" (HSDP shard {})", p.hsdp_shard) : "", p.micro_batch,
       r.micro_batches,
       p.recompute == "full" && p.recompute_layers > 0
           ? fmt::format("full ({} of each chunk)", p.recomputed_layers_text())
-          : p.recompute);
+          : p.recompute,
+      s.training.recompute_early_stop ? ", stopping early" : "");
   if (p.stage_layers_auto || !p.stage_layers.empty())
     out += fmt::format("stage layers {}{}\n", fmt::join(r.stage_layers, " "),
                        p.stage_layers_auto ? " (auto: balanced with embedding and loss)" : "");

@@ -99,6 +99,7 @@ Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k,
   out.shape = batch > 1 ? fmt::format("{:g}x({:g}x{:g}x{:g})", batch, m, n, k)
                         : fmt::format("{:g}x{:g}x{:g}", m, n, k);
   out.tensor_core = true;
+  out.saves = Kernel::Saves::inputs;
   out.flops = 2.0 * m * n * k * batch;
   out.bytes = ((m * k + k * n) * (bf16 ? 2.0 : operand_bytes_) + m * n * 2.0) * batch;
   if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return finish(out, 0, 0);
@@ -115,6 +116,7 @@ Kernel KernelCoster::split_gemm(const std::string& name, double m, double n, dou
   out.shape = fmt::format("{} x {:g}x{:g}x{:g}", chunks, mc, n, k);
   if (reserved_sms > 0) out.shape += fmt::format(" on {:g} SMs", sms_ - reserved_sms);
   out.tensor_core = true;
+  out.saves = Kernel::Saves::inputs;
   out.flops = 2.0 * m * n * k;
   // The weights are read again by every chunk.
   const double chunk_bytes = (mc * k + k * n) * (bf16 ? 2.0 : operand_bytes_) + mc * n * 2.0;
@@ -164,6 +166,11 @@ Kernel KernelCoster::memory(const std::string& name, double bytes) const {
   out.shape = fmt::format("{:.3g} B", bytes);
   out.bytes = bytes;
   return finish(out, 0, bytes / memory_Bps_);
+}
+
+Kernel KernelCoster::stream(const std::string& name, double bytes) const {
+  Kernel out = memory(name, bytes);
+  return finish(out, 0, bytes / hbm_Bps_);
 }
 
 }  // namespace twin::workload

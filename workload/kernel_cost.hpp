@@ -42,6 +42,11 @@
 ///   kernel's rate; memory_bound_efficiency is the fraction of it the kernels of training
 ///   frameworks reach, fitted on published runs (one value for every GPU kind; see
 ///   twin/validation_fit.hpp).
+///
+/// Streaming conversion (a dtype cast of a whole tensor: one read and one write stream, no
+///   reduction, no reuse): t_memory = bytes / hbm_achievable, the STREAM copy it is. Only
+///   kernels that are exactly that use it (autocast's fp32 -> 16-bit weight casts and their
+///   gradients' casts back); the fitted efficiency above stands for the kernels that are not.
 
 #include <string>
 
@@ -61,6 +66,12 @@ struct Kernel {
   double time_s = 0;
   Limiter limiter = Limiter::launch;
   bool tensor_core = false;  ///< GEMM or attention (slowed by SMs taken); else HBM-bound
+  /// What autograd keeps of a forward kernel for backward, which decides where an
+  /// early-stopping recompute ends (step_program.hpp): its outputs (an activation, attention's
+  /// output and log-sum-exp: known once it has run), its inputs only (a GEMM's operands, saved
+  /// before it runs), or nothing (a residual add).
+  enum class Saves { outputs, inputs, nothing };
+  Saves saves = Saves::outputs;
 };
 
 /// Costs kernels on one GPU type in one GEMM dtype. Throws core::Error when the profile has no
@@ -93,6 +104,8 @@ class KernelCoster {
                                        double window = 0) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   [[nodiscard]] Kernel memory(const std::string& name, double bytes) const;
+  /// A dtype conversion streaming `bytes` (read + write) through HBM at the STREAM rate.
+  [[nodiscard]] Kernel stream(const std::string& name, double bytes) const;
 
   [[nodiscard]] double launch_s() const { return launch_s_; }
   /// The STREAM rate (GEMM and attention rooflines, the HBM traffic NCCL adds).

@@ -162,6 +162,16 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                                   model.sliding_window));
   if (t.grad_sync != "auto" && t.grad_sync != "all_reduce")
     throw core::Error("training.grad_sync", t.grad_sync, "must be 'auto' or 'all_reduce'");
+  if (t.recompute_early_stop && p.recompute != "full")
+    throw core::Error("training.recompute_early_stop", "true",
+                      fmt::format("early stopping shortens a full recompute; parallelism.recompute "
+                                  "is '{}'",
+                                  p.recompute));
+  if (t.recompute_early_stop && p.tp > 1)
+    throw core::Error("training.recompute_early_stop", "true",
+                      fmt::format("not modelled with tensor parallelism (parallelism.tp {}): which "
+                                  "TP collectives an early-stopped recompute skips",
+                                  p.tp));
   if (t.grad_sync == "all_reduce" && p.zero >= 2)
     throw core::Error("training.grad_sync", t.grad_sync,
                       fmt::format("zero {} shards the gradients, which are reduce-scattered; "

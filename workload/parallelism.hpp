@@ -140,6 +140,13 @@ struct TrainingSpec {
   /// all-gathers the parameters back (DeepSpeed's BF16_Optimizer, whose get_grads_for_reduction
   /// hands the engine the full fp32 gradient buffer): twice the gradient bytes.
   std::string grad_sync = "auto";
+  /// Full recompute stops once the layer's saved tensors exist again (PyTorch's non-reentrant
+  /// activation checkpointing, which stops early by default since PyTorch 2.1: FSDP's
+  /// checkpoint_wrapper, torchtitan): the trailing residual add and the MLP's output GEMM, whose
+  /// operands are saved before it runs, are not rerun. Off: the whole forward is rerun
+  /// (Megatron's and DeepSpeed's checkpointing, PyTorch's reentrant checkpoint and releases
+  /// before 2.1).
+  bool recompute_early_stop = false;
   [[nodiscard]] double param_gather_bytes() const { return bytes_of(param_gather_dtype); }
   [[nodiscard]] double grad_bytes() const { return bytes_of(grad_reduce_dtype); }
   double memory_reserve_GB = 4.0;

@@ -36,15 +36,15 @@ class BlockBuilder {
   /// once per step (cached across micro-batches), which is left out. Under autocast with fp32
   /// weights (`autocast_`), each use casts the n x k weights to 16 bits (read 4, write 2 bytes
   /// each; the recomputed forward casts again) and backward casts their gradient back to fp32
-  /// (read 2, write 4).
+  /// (read 2, write 4); both are plain conversions, costed at the STREAM rate.
   double gemm(const std::string& name, double m, double n, double k, double batch = 1,
               bool recompute = false, bool cast_fused = false, bool bf16 = false,
               const GemmSplit& split = {}) {
     if (autocast_) {
-      Kernel cast = c_.memory(name + " weight cast (autocast)", 6.0 * n * k * batch);
+      Kernel cast = c_.stream(name + " weight cast (autocast)", 6.0 * n * k * batch);
       if (recompute) block.recompute.push_back(cast);
       block.forward.push_back(std::move(cast));
-      block.backward.push_back(c_.memory(name + " weight grad cast", 6.0 * n * k * batch));
+      block.backward.push_back(c_.stream(name + " weight grad cast", 6.0 * n * k * batch));
     }
     return weightless_gemm(name, m, n, k, batch, recompute, cast_fused, bf16, split);
   }
@@ -94,6 +94,14 @@ class BlockBuilder {
       block.forward.push_back(std::move(f));
       block.backward.push_back(c_.memory(label + " bwd", 2.0 * bytes / kernels));
     }
+  }
+
+  /// The residual add closing a sub-layer (no dropout: nothing is kept for backward).
+  void residual_add(double elements) {
+    const std::size_t first = block.forward.size();
+    elementwise("residual add", elements, 3, 5, 2);
+    for (std::size_t i = first; i < block.forward.size(); ++i)
+      block.forward[i].saves = Kernel::Saves::nothing;
   }
 
   /// Explicit forward and backward kernels over raw byte counts.
@@ -273,7 +281,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   bb.block.attention_backward_s += attn_b;
   const double proj =
       bb.gemm("attention proj", x.T, x.h, x.local_heads * x.v_dim, 1, false, false, false, x.row);
-  bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
+  bb.residual_add(x.Tsp * x.h);
   bb.block.tp_overlap_forward_s = {qkv, proj};
   bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
 }
@@ -288,7 +296,7 @@ void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
   else
     bb.elementwise("swiglu", x.T * x.f / x.tp, 3, 5, 2, again);
   const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, true, false, x.row);
-  bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
+  bb.residual_add(x.Tsp * x.h);
   bb.block.tp_overlap_forward_s.insert(bb.block.tp_overlap_forward_s.end(), {fc1, fc2});
   bb.block.tp_overlap_backward_s.insert(bb.block.tp_overlap_backward_s.end(),
                                         {fc1_bwd, bb.last_dgrad_s()});
@@ -323,19 +331,30 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
                    shared);
     bb.gemm("shared expert fc2", x.T, x.h, x.fe * m.shared_experts / x.tp, 1, shared);
   }
-  bb.elementwise("residual add", x.Tsp * x.h, 3, 5, 2);
+  bb.residual_add(x.Tsp * x.h);
 }
 
-/// Adds a layer block to the chunk. Full recompute reruns a layer's forward in its backward: the
-/// first `again` of the block's layers (all of them without recompute_layers) go in a block of
-/// their own that does; the rest keep their activations.
-void add_layer_block(ChunkProgram& c, BlockProgram b, int again) {
+/// The recomputed forward of a layer whose recompute stops early: PyTorch's non-reentrant
+/// checkpoint stops as soon as every tensor the layer's backward needs exists again. The
+/// trailing kernels that keep nothing (the residual add) are not rerun, nor is a GEMM that ends
+/// what is left: it keeps only its operands, saved before it runs (the MLP's output projection).
+std::vector<Kernel> early_stopped(std::vector<Kernel> forward) {
+  while (!forward.empty() && forward.back().saves == Kernel::Saves::nothing) forward.pop_back();
+  if (!forward.empty() && forward.back().saves == Kernel::Saves::inputs) forward.pop_back();
+  return forward;
+}
+
+/// Adds a layer block to the chunk. Full recompute reruns a layer's forward in its backward
+/// (up to its last saved tensor with `early_stop`): the first `again` of the block's layers (all
+/// of them without recompute_layers) go in a block of their own that does; the rest keep their
+/// activations.
+void add_layer_block(ChunkProgram& c, BlockProgram b, int again, bool early_stop) {
   if (again <= 0) {
     c.blocks.push_back(std::move(b));
     return;
   }
   BlockProgram rerun = b;
-  rerun.recompute = rerun.forward;
+  rerun.recompute = early_stop ? early_stopped(rerun.forward) : rerun.forward;
   rerun.reruns_forward = true;
   rerun.count = again;
   if (again >= b.count) {
@@ -406,7 +425,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     }
     bb.block.tp_collectives = p.tp > 1 ? 2 : 0;
     bb.block.cp_exchanges = p.cp > 1 ? p.cp - 1 : 0;
-    add_layer_block(c, std::move(bb.block), again_of[kind][windowed]);
+    add_layer_block(c, std::move(bb.block), again_of[kind][windowed], t.recompute_early_stop);
   }
   if (stage == layout.pp - 1 && chunk == layout.v - 1) {
     BlockBuilder bb(coster, fused, autocast);
