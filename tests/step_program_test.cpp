@@ -203,6 +203,21 @@ TEST(StepProgram, EarlyStoppingRecomputeSkipsTheLastGemmAndTheResidualAdd) {
   t.param_gather_dtype = "fp32";
   const auto cast = names(dense(t).recompute);
   EXPECT_EQ(cast.back(), "fc2 weight cast (autocast)");
+
+  // Transformer Engine's FP8 GEMMs save their operands after computing: fc2 is rerun, only the
+  // residual add is not.
+  static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster fp8(h100, "fp8");
+  TrainingSpec f = eight_sequences();
+  f.precision = "fp8";
+  f.recompute_early_stop = true;
+  for (const auto& b : chunk_program(m, p, f, layout, fp8, 0, 0).blocks) {
+    if (b.label != "dense layer") continue;
+    std::vector<std::string> rerun = names(b.forward);
+    rerun.pop_back();
+    EXPECT_EQ(names(b.recompute), rerun);
+    EXPECT_EQ(b.recompute.back().name, "fc2");
+  }
 }
 
 TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {

@@ -362,8 +362,9 @@ void training(std::vector<Entry>& t) {
   t.push_back(plain("training.recompute_early_stop", tr(&TrainingSpec::recompute_early_stop), "",
                     kAny,
                     "Full recompute stops once the layer's saved tensors exist again (PyTorch "
-                    ">= 2.1 non-reentrant checkpointing: the MLP's output GEMM and the residual "
-                    "add are not rerun); false reruns the whole forward (Megatron, DeepSpeed)"));
+                    ">= 2.1 non-reentrant checkpointing: the residual add and, in 16 bits, the "
+                    "MLP's output GEMM are not rerun); false reruns the whole forward (Megatron, "
+                    "DeepSpeed)"));
   t.push_back(plain("training.memory_reserve_GB", tr(&TrainingSpec::memory_reserve_GB), "GB",
                     at_least(0), "GPU memory kept free (CUDA context, NCCL buffers, allocator)"));
   t.push_back(plain("training.price_per_gpu_hour", tr(&TrainingSpec::price_per_gpu_hour), "USD",

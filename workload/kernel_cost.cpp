@@ -92,6 +92,13 @@ double KernelCoster::gemm_compute_s(double m, double n, double k, double batch, 
   return best;
 }
 
+Kernel::Saves KernelCoster::saves_of_gemm(bool bf16) const {
+  // A 16-bit GEMM is PyTorch's mm, whose autograd node saves its operands before the product
+  // runs; an FP8 GEMM is Transformer Engine's linear, an autograd Function that saves its
+  // (FP8) operands after computing.
+  return fp8() && !bf16 ? Kernel::Saves::outputs : Kernel::Saves::inputs;
+}
+
 Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k, double batch,
                           bool bf16) const {
   Kernel out;
@@ -99,7 +106,7 @@ Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k,
   out.shape = batch > 1 ? fmt::format("{:g}x({:g}x{:g}x{:g})", batch, m, n, k)
                         : fmt::format("{:g}x{:g}x{:g}", m, n, k);
   out.tensor_core = true;
-  out.saves = Kernel::Saves::inputs;
+  out.saves = saves_of_gemm(bf16);
   out.flops = 2.0 * m * n * k * batch;
   out.bytes = ((m * k + k * n) * (bf16 ? 2.0 : operand_bytes_) + m * n * 2.0) * batch;
   if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return finish(out, 0, 0);
@@ -116,7 +123,7 @@ Kernel KernelCoster::split_gemm(const std::string& name, double m, double n, dou
   out.shape = fmt::format("{} x {:g}x{:g}x{:g}", chunks, mc, n, k);
   if (reserved_sms > 0) out.shape += fmt::format(" on {:g} SMs", sms_ - reserved_sms);
   out.tensor_core = true;
-  out.saves = Kernel::Saves::inputs;
+  out.saves = saves_of_gemm(bf16);
   out.flops = 2.0 * m * n * k;
   // The weights are read again by every chunk.
   const double chunk_bytes = (mc * k + k * n) * (bf16 ? 2.0 : operand_bytes_) + mc * n * 2.0;

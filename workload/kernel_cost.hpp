@@ -68,8 +68,9 @@ struct Kernel {
   bool tensor_core = false;  ///< GEMM or attention (slowed by SMs taken); else HBM-bound
   /// What autograd keeps of a forward kernel for backward, which decides where an
   /// early-stopping recompute ends (step_program.hpp): its outputs (an activation, attention's
-  /// output and log-sum-exp: known once it has run), its inputs only (a GEMM's operands, saved
-  /// before it runs), or nothing (a residual add).
+  /// output and log-sum-exp: known once it has run; Transformer Engine's FP8 GEMMs, autograd
+  /// Functions that save after computing), its inputs only (a 16-bit GEMM's operands, saved by
+  /// PyTorch's mm before it runs), or nothing (a residual add).
   enum class Saves { outputs, inputs, nothing };
   Saves saves = Saves::outputs;
 };
@@ -119,6 +120,8 @@ class KernelCoster {
 
  private:
   Kernel finish(Kernel k, double compute_s, double memory_s) const;
+  /// When autograd saves a GEMM's operands: before it runs (PyTorch's mm) or after (FP8).
+  [[nodiscard]] Kernel::Saves saves_of_gemm(bool bf16) const;
   /// The compute term of a GEMM on `sms` SMs.
   [[nodiscard]] double gemm_compute_s(double m, double n, double k, double batch, bool bf16,
                                       double sms) const;

@@ -142,8 +142,9 @@ struct TrainingSpec {
   std::string grad_sync = "auto";
   /// Full recompute stops once the layer's saved tensors exist again (PyTorch's non-reentrant
   /// activation checkpointing, which stops early by default since PyTorch 2.1: FSDP's
-  /// checkpoint_wrapper, torchtitan): the trailing residual add and the MLP's output GEMM, whose
-  /// operands are saved before it runs, are not rerun. Off: the whole forward is rerun
+  /// checkpoint_wrapper, torchtitan): the trailing residual add and, in 16 bits, the MLP's
+  /// output GEMM, whose operands PyTorch's mm saves before it runs, are not rerun (Transformer
+  /// Engine's FP8 GEMMs save after computing and are). Off: the whole forward is rerun
   /// (Megatron's and DeepSpeed's checkpointing, PyTorch's reentrant checkpoint and releases
   /// before 2.1).
   bool recompute_early_stop = false;
