@@ -10,6 +10,19 @@
 
 namespace twin::workload {
 
+namespace {
+
+/// A kernel that only moves `bytes` through HBM, before it is costed.
+Kernel moving(const std::string& name, double bytes) {
+  Kernel out;
+  out.name = name;
+  out.shape = fmt::format("{:.3g} B", bytes);
+  out.bytes = bytes;
+  return out;
+}
+
+}  // namespace
+
 const char* to_string(Limiter l) {
   switch (l) {
     case Limiter::compute:
@@ -168,16 +181,11 @@ Kernel KernelCoster::flash_attention(const std::string& name, bool forward, doub
 }
 
 Kernel KernelCoster::memory(const std::string& name, double bytes) const {
-  Kernel out;
-  out.name = name;
-  out.shape = fmt::format("{:.3g} B", bytes);
-  out.bytes = bytes;
-  return finish(out, 0, bytes / memory_Bps_);
+  return finish(moving(name, bytes), 0, bytes / memory_Bps_);
 }
 
 Kernel KernelCoster::stream(const std::string& name, double bytes) const {
-  Kernel out = memory(name, bytes);
-  return finish(out, 0, bytes / hbm_Bps_);
+  return finish(moving(name, bytes), 0, bytes / hbm_Bps_);
 }
 
 }  // namespace twin::workload

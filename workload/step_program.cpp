@@ -337,7 +337,8 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
 /// The recomputed forward of a layer whose recompute stops early: PyTorch's non-reentrant
 /// checkpoint stops as soon as every tensor the layer's backward needs exists again. The
 /// trailing kernels that keep nothing (the residual add) are not rerun, nor is a GEMM that ends
-/// what is left: it keeps only its operands, saved before it runs (the MLP's output projection).
+/// what is left if it keeps only its operands, saved before it runs (the MLP's output projection
+/// in 16 bits; an FP8 GEMM saves after it has run and is rerun).
 std::vector<Kernel> early_stopped(std::vector<Kernel> forward) {
   while (!forward.empty() && forward.back().saves == Kernel::Saves::nothing) forward.pop_back();
   if (!forward.empty() && forward.back().saves == Kernel::Saves::inputs) forward.pop_back();
