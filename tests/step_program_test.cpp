@@ -31,14 +31,26 @@ ModelSpec small_model() {
   return m;
 }
 
-/// The forward or backward kernels of the program's block labelled `label` ("dense layer",
-/// "output layer + loss").
-std::vector<Kernel> block_kernels(const ChunkProgram& prog, const std::string& label,
-                                  bool forward = true) {
+/// The program's block labelled `label` ("dense layer", "output layer + loss").
+BlockProgram block_of(const ChunkProgram& prog, const std::string& label) {
   for (const auto& b : prog.blocks)
-    if (b.label == label) return forward ? b.forward : b.backward;
+    if (b.label == label) return b;
   ADD_FAILURE() << "no block " << label;
   return {};
+}
+
+/// The forward or backward kernels of the program's block labelled `label`.
+std::vector<Kernel> block_kernels(const ChunkProgram& prog, const std::string& label,
+                                  bool forward = true) {
+  BlockProgram b = block_of(prog, label);
+  return forward ? b.forward : b.backward;
+}
+
+/// The kernels' names, in order.
+std::vector<std::string> names(const std::vector<Kernel>& kernels) {
+  std::vector<std::string> out;
+  for (const auto& k : kernels) out.push_back(k.name);
+  return out;
 }
 
 TEST(StepProgram, UnfusedAttentionMovesTheScoreTensors) {
@@ -168,15 +180,7 @@ TEST(StepProgram, EarlyStoppingRecomputeSkipsTheLastGemmAndTheResidualAdd) {
   const Layout layout = make_layout(m, p, t, 8);
   const KernelCoster& c = h100_bf16();
   auto dense = [&](const TrainingSpec& s) {
-    for (const auto& b : chunk_program(m, p, s, layout, c, 0, 0).blocks)
-      if (b.label == "dense layer") return b;
-    ADD_FAILURE() << "no dense layer";
-    return BlockProgram{};
-  };
-  auto names = [](const std::vector<Kernel>& kernels) {
-    std::vector<std::string> out;
-    for (const auto& k : kernels) out.push_back(k.name);
-    return out;
+    return block_of(chunk_program(m, p, s, layout, c, 0, 0), "dense layer");
   };
   const BlockProgram whole = dense(t);
   EXPECT_EQ(names(whole.recompute), names(whole.forward));
@@ -211,13 +215,12 @@ TEST(StepProgram, EarlyStoppingRecomputeSkipsTheLastGemmAndTheResidualAdd) {
   TrainingSpec f = eight_sequences();
   f.precision = "fp8";
   f.recompute_early_stop = true;
-  for (const auto& b : chunk_program(m, p, f, layout, fp8, 0, 0).blocks) {
-    if (b.label != "dense layer") continue;
-    std::vector<std::string> rerun = names(b.forward);
-    rerun.pop_back();
-    EXPECT_EQ(names(b.recompute), rerun);
-    EXPECT_EQ(b.recompute.back().name, "fc2");
-  }
+  const BlockProgram b = block_of(chunk_program(m, p, f, layout, fp8, 0, 0), "dense layer");
+  std::vector<std::string> rerun = names(b.forward);
+  rerun.pop_back();
+  EXPECT_EQ(names(b.recompute), rerun);
+  ASSERT_FALSE(b.recompute.empty());
+  EXPECT_EQ(b.recompute.back().name, "fc2");
 }
 
 TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
@@ -232,11 +235,7 @@ TEST(StepProgram, RecomputeModulesRerunTheirKernelsAndDropTheirActivations) {
   const Layout layout = make_layout(m, p, t, 8);
   const KernelCoster& c = h100_bf16();
   auto recomputed = [&](const ParallelismSpec& q) {
-    std::vector<std::string> names;
-    for (const auto& b : chunk_program(m, q, t, layout, c, 0, 0).blocks)
-      if (b.label == "dense layer")
-        for (const auto& k : b.recompute) names.push_back(k.name);
-    return names;
+    return names(block_of(chunk_program(m, q, t, layout, c, 0, 0), "dense layer").recompute);
   };
   // Megatron-Core's default module is the attention core.
   EXPECT_EQ(recomputed(p), std::vector<std::string>{"flash attention fwd"});
