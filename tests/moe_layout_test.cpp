@@ -2,6 +2,8 @@
 // the TP x DP ranks of a stage, expert tensor parallelism, and the errors of bad input.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "calibrate/profile.hpp"
 #include "core/error.hpp"
 #include "test_helpers.hpp"
@@ -92,6 +94,37 @@ TEST(ExpertLayout, WholeExpertsSeeTheTokensOfTheirTpGroupShare) {
   EXPECT_EQ(a.shape, "16x(1024x768x2048)");
   EXPECT_EQ(b.shape, "16x(512x1536x2048)");
   EXPECT_DOUBLE_EQ(a.flops, b.flops);
+}
+
+TEST(ExpertLayout, TokensAreSortedByLocalExpertWhenARankHoldsSeveral) {
+  // ep 8, etp 1, tp 2: T k etp / tp = 4096 x 4 / 2 = 8192 tokens arrive, grouped by sender; with
+  // 32 / 8 = 4 experts here the dispatcher copies them into expert order and back (one read and
+  // one write of 8192 x 2048 x 2 bytes each way, forward and backward); with one expert per
+  // rank there is nothing to sort.
+  TrainingSpec t;
+  t.global_batch = 8;
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "bf16");
+  auto kernels = [&](const ModelSpec& m, bool forward) {
+    const Layout l = make_layout(m, folded(1), t, 8);
+    std::map<std::string, Kernel> out;
+    for (const auto& b : chunk_program(m, folded(1), t, l, c, 0, 0).blocks)
+      for (const auto& k : forward ? b.forward : b.backward) out[k.name] = k;
+    return out;
+  };
+  const double bytes = 2.0 * 8192 * 2048 * 2;
+  auto forward = kernels(moe_model(), true);
+  auto backward = kernels(moe_model(), false);
+  for (const std::string name : {"sort by local expert", "unsort by local expert"}) {
+    ASSERT_TRUE(forward.count(name)) << name;
+    EXPECT_DOUBLE_EQ(forward[name].bytes, bytes);
+    EXPECT_DOUBLE_EQ(forward[name].time_s, c.launch_s() + bytes / c.memory_kernel_Bps());
+    EXPECT_DOUBLE_EQ(backward[name + " bwd"].bytes, bytes);
+  }
+  ModelSpec one_each = moe_model();
+  one_each.experts = 8;
+  EXPECT_FALSE(kernels(one_each, true).count("sort by local expert"));
+  EXPECT_FALSE(kernels(one_each, true).count("unsort by local expert"));
 }
 
 TEST(ExpertLayout, BadExpertLayoutNamesTheField) {

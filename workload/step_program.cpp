@@ -316,6 +316,12 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   const double etp = layout.etp;
   const double arriving = routed * etp / x.tp * m.capacity_factor;
   const double per_expert = arriving / local;
+  // The tokens arrive grouped by the rank that sent them; with more than one expert on this rank
+  // Megatron-Core's all-to-all dispatcher copies them into expert order before the grouped GEMMs
+  // and back after ("permutation 2", sort_chunks_by_idxs; fused or not, one read and one write).
+  const bool sorts = local > 1;
+  if (sorts)
+    bb.memory("sort by local expert", 2.0 * arriving * x.h * 2.0, 2.0 * arriving * x.h * 2.0, 1);
   bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / etp, x.h, local);
   const bool act = p.recomputes("moe_act");
   if (x.gelu)
@@ -323,6 +329,8 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   else
     bb.elementwise("expert swiglu", arriving * x.fe / etp, 3, 5, 2, act);
   bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / etp, local);
+  if (sorts)
+    bb.memory("unsort by local expert", 2.0 * arriving * x.h * 2.0, 2.0 * arriving * x.h * 2.0, 1);
   bb.memory("token unpermute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
   if (m.shared_experts > 0) {
     const bool shared = p.recomputes("shared_experts");

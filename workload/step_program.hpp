@@ -28,7 +28,10 @@
 /// 6 B forward, 4 B backward. Embedding: lookup 4 T h bytes, gradient scatter 10 T h bytes.
 /// MoE layer: router GEMM (T, E, h), permute and unpermute (2 T k h 2 bytes each), grouped
 /// expert GEMMs over E_local experts of T k cf / E_local tokens each (cf: the busiest expert's
-/// load over the mean, the load imbalance), shared experts as dense GEMMs.
+/// load over the mean, the load imbalance), shared experts as dense GEMMs. With E_local > 1 the
+/// all-to-all dispatcher also sorts the tokens it receives (grouped by sender) into expert order
+/// and back after the experts (Megatron-Core's sort_chunks_by_idxs, "permutation 2"): 2 A h 2
+/// bytes each way, A the tokens arriving at the rank.
 /// Collectives per layer and micro-batch, each direction: TP 2 all-reduces of T h 2 bytes (with
 /// sequence parallelism 2 all-gathers + 2 reduce-scatters; full recompute reruns the forward with
 /// its TP collectives, so backward issues twice as many), EP dispatch + combine all-to-alls of
