@@ -2,7 +2,10 @@
 // the TP x DP ranks of a stage, expert tensor parallelism, and the errors of bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "calibrate/profile.hpp"
 #include "core/error.hpp"
@@ -127,6 +130,103 @@ TEST(ExpertLayout, TokensAreSortedByLocalExpertWhenARankHoldsSeveral) {
   EXPECT_FALSE(kernels(one_each, true).count("unsort by local expert"));
 }
 
+TEST(FlexDispatch, HitProbabilityOfTopKDistinctExperts) {
+  // One pick: the set's share. A set holding every expert: certain. Qwen3-30B on two nodes
+  // (128 experts, 64 per node, top-8): 1 - (64 x 63 x ... x 57) / (128 x 127 x ... x 121).
+  EXPECT_DOUBLE_EQ(expert_hit_probability(128, 16, 1), 16.0 / 128);
+  EXPECT_DOUBLE_EQ(expert_hit_probability(128, 128, 8), 1.0);
+  EXPECT_DOUBLE_EQ(expert_hit_probability(128, 125, 8), 1.0);  // fewer than 8 outside it
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (64.0 - i) / (128.0 - i);
+  EXPECT_DOUBLE_EQ(expert_hit_probability(128, 64, 8), 1 - miss);
+  EXPECT_NEAR(expert_hit_probability(128, 64, 8), 0.9969, 1e-4);
+}
+
+TEST(FlexDispatch, SendsOncePerNodeAcrossAndOncePerGpuWithin) {
+  // EP 16 over two nodes of 8: rails pair GPU j of one node with GPU j of the other; a rank
+  // sends each peer on its rail the tokens that hit that node, and each local peer the tokens
+  // (its own and those it forwards from the other node) that hit that GPU.
+  ModelSpec m = moe_model();
+  m.experts = 128;
+  m.top_k = 8;
+  std::vector<int> group(16);
+  for (int i = 0; i < 16; ++i) group[i] = i;
+  const double token_bytes = 4096 * 2048 * 2.0;
+  const FlexDispatch f = flex_dispatch(m, 16, {group}, 8, token_bytes);
+  EXPECT_EQ(f.nodes, 2);
+  EXPECT_EQ(f.per_node, 8);
+  ASSERT_EQ(f.rails.size(), 8u);
+  EXPECT_EQ(f.rails[3], (std::vector<int>{3, 11}));
+  ASSERT_EQ(f.local.size(), 2u);
+  EXPECT_EQ(f.local[1], (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_DOUBLE_EQ(f.rail_bytes, 2 * token_bytes * expert_hit_probability(128, 64, 8));
+  EXPECT_DOUBLE_EQ(f.local_bytes, 8 * 2 * token_bytes * expert_hit_probability(128, 8, 8));
+  // Across the nodes a rank sends about one copy of each token, where the all-to-all
+  // dispatcher sends top_k x 8 / 16 = 4.
+  EXPECT_NEAR(f.rail_bytes / f.nodes / token_bytes, 1.0, 0.01);
+  // Inside one node there are no rails.
+  std::vector<int> one_node(8);
+  for (int i = 0; i < 8; ++i) one_node[i] = i;
+  const FlexDispatch inside = flex_dispatch(m, 8, {one_node}, 8, token_bytes);
+  EXPECT_TRUE(inside.rails.empty());
+  EXPECT_EQ(inside.local.size(), 1u);
+  // A group spread unevenly over its nodes is refused, naming the field.
+  EXPECT_EQ(test::error_of([&] {
+              flex_dispatch(m, 16, {{0, 1, 2, 8}}, 8, token_bytes);
+            }).field(),
+            "training.moe_dispatcher");
+}
+
+TEST(FlexDispatch, PermutesOnceAndBeatsTheAllToAllAcrossNodes) {
+  // The flex dispatcher has no per-(token, expert) permute before sending and no second sort:
+  // one permute of the arriving tokens by local expert and one back. Across two nodes it moves
+  // about a quarter of the all-to-all's bytes over the NICs (top-8), so the EP time drops.
+  ModelSpec m = moe_model();
+  TrainingSpec t;
+  t.global_batch = 8;
+  TrainingSpec flex = t;
+  flex.moe_dispatcher = "flex";
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "bf16");
+  auto names = [&](const TrainingSpec& spec) {
+    const Layout l = make_layout(m, folded(1), spec, 8);
+    std::vector<std::string> out;
+    for (const auto& b : chunk_program(m, folded(1), spec, l, c, 0, 0).blocks)
+      if (b.label == "MoE layer")
+        for (const auto& k : b.forward) out.push_back(k.name);
+    return out;
+  };
+  const auto plain = names(t), flexed = names(flex);
+  auto has = [](const std::vector<std::string>& v, const std::string& n) {
+    return std::find(v.begin(), v.end(), n) != v.end();
+  };
+  EXPECT_TRUE(has(plain, "token permute"));
+  EXPECT_TRUE(has(plain, "sort by local expert"));
+  EXPECT_FALSE(has(flexed, "token permute"));
+  EXPECT_FALSE(has(flexed, "token unpermute"));
+  EXPECT_FALSE(has(flexed, "sort by local expert"));
+  EXPECT_TRUE(has(flexed, "permute by local expert"));
+  EXPECT_TRUE(has(flexed, "unpermute by local expert"));
+  // End to end on two nodes: EP 16 of a 128-expert top-8 model.
+  const std::vector<std::string> sets = {
+      "cluster.nodes=2",   "parallelism.tp=1",  "parallelism.pp=1",
+      "parallelism.dp=16", "parallelism.ep=16", "training.global_batch=64",
+      "model.experts=128", "model.top_k=8",     "model.expert_ffn_hidden=1024"};
+  auto ep_comm = [&](const std::string& dispatcher) {
+    auto with = sets;
+    with.push_back("training.moe_dispatcher=" + dispatcher);
+    const auto r = sim::simulate_step(sim::load_scenario(
+        std::string(CLUSTERTWIN_SOURCE_DIR) + "/scenarios/small-moe.yaml", with));
+    for (const auto& [name, seconds] : r.breakdown)
+      if (name == "ep_comm") return seconds;
+    return -1.0;
+  };
+  const double a2a = ep_comm("alltoall"), flexed_s = ep_comm("flex");
+  EXPECT_GT(a2a, 0);
+  EXPECT_GT(flexed_s, 0);
+  EXPECT_LT(flexed_s, 0.5 * a2a);
+}
+
 TEST(ExpertLayout, BadExpertLayoutNamesTheField) {
   TrainingSpec t;
   t.global_batch = 8;
@@ -141,6 +241,15 @@ TEST(ExpertLayout, BadExpertLayoutNamesTheField) {
             "parallelism.expert_tp");
   EXPECT_EQ(test::error_of([&] { make_layout(moe_model(), folded(-1), t, 8); }).field(),
             "parallelism.expert_tp");
+  TrainingSpec flex = t;
+  flex.moe_dispatcher = "flex";  // modelled with whole experts only
+  p = folded(0);
+  p.ep = 2;
+  EXPECT_EQ(test::error_of([&] { make_layout(moe_model(), p, flex, 8); }).field(),
+            "training.moe_dispatcher");
+  EXPECT_EQ(
+      test::error_of([] { sim::load_scenario("", {"training.moe_dispatcher=deepep"}); }).field(),
+      "training.moe_dispatcher");
   // Through the scenario reader, as a user would write it.
   EXPECT_EQ(test::error_of([] {
               sim::simulate_step(sim::load_scenario("", {"parallelism.expert_tp=3"}));

@@ -342,6 +342,14 @@ void training(std::vector<Entry>& t) {
   t.push_back(plain("training.moe_a2a_overlap", tr(&TrainingSpec::moe_a2a_overlap), "", kAny,
                     "Hide MoE all-to-alls behind another micro-batch's compute (Megatron-Core "
                     "combined 1F1B, overlap_moe_expert_parallel_comm)"));
+  t.push_back(plain("training.moe_dispatcher", tr(&TrainingSpec::moe_dispatcher), "",
+                    one_of({"alltoall", "flex"},
+                           "alltoall: Megatron-Core's all-to-all dispatcher, flex: DeepEP / "
+                           "HybridEP"),
+                    "MoE token dispatch: alltoall (one copy per token and expert, NCCL "
+                    "all-to-all, sorted by local expert) or flex (DeepEP / HybridEP: one copy per "
+                    "destination GPU, one per destination node across nodes, forwarded over "
+                    "NVLink)"));
   t.push_back(plain("training.pp_scatter_gather", tr(&TrainingSpec::pp_scatter_gather), "", kAny,
                     "Without sequence parallelism, send 1/tp of each pipeline activation per TP "
                     "rank and all-gather it on the next stage (Megatron-LM, DeepSpeed)"));

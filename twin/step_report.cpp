@@ -40,7 +40,9 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
           : fmt::format(" ({} cross-entropy)", t.fused_cross_entropy() ? "fused" : "unfused"),
       t.tp_comm_overlap ? "on" : "off", t.overlap_grad_reduce ? "on" : "off",
       t.overlap_param_gather ? "on" : "off",
-      p.ep > 1 ? fmt::format(", EP all-to-all overlap {}", t.moe_a2a_overlap ? "on" : "off") : "",
+      p.ep > 1 ? fmt::format(", EP {} dispatch, all-to-all overlap {}", t.moe_dispatcher,
+                             t.moe_a2a_overlap ? "on" : "off")
+               : "",
       t.precision);
   out += fmt::format(
       "memory       {:.1f} of {:.1f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "

@@ -78,16 +78,18 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   // `units` > 1: the bytes go as that many equal collectives one after another (FSDP's
   // per-layer units, Megatron's gradient buckets), each paying its own latency; the time
   // returned and recorded is theirs together.
+  // `algorithm`: instead of the scenario's choice for `op`.
   auto collective = [&](const std::string& label, const std::string& op,
                         const std::vector<std::vector<int>>& groups, double bytes, double count,
-                        int units = 1) {
+                        int units = 1, const std::string& algorithm = "") {
     if (groups.empty() || groups.front().size() < 2 || !(bytes > 0)) return 0.0;
     units = std::max(1, units);
     bytes /= units;
     count *= units;
     netsim::CollectiveResult res;
     try {
-      res = net.run(op, scenario.algorithm_for(op), placed ? placement.map(groups) : groups, bytes);
+      res = net.run(op, algorithm.empty() ? scenario.algorithm_for(op) : algorithm,
+                    placed ? placement.map(groups) : groups, bytes);
     } catch (const core::Error& e) {
       if (e.kind() != core::Error::Kind::not_supported) throw;
       throw core::Error("collectives." + op, scenario.algorithm_for(op),
@@ -143,8 +145,24 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         const auto groups = mine(layout.ep_groups(s));
         const bool first =
             replica < 0 || (groups.front().front() / layout.tp) % layout.dp == replica;
-        comm[s].ep_s = collective(fmt::format("EP alltoall s{}", s), "alltoall", groups, ep_bytes,
-                                  first ? ep_calls : 0.0);
+        const double calls = first ? ep_calls : 0.0;
+        if (t.moe_dispatcher == "flex") {
+          // DeepEP / HybridEP: rail transfers across nodes and NVLink fan-out, pipelined, each
+          // a pairwise exchange of direct writes (not an NCCL collective).
+          const workload::FlexDispatch f = workload::flex_dispatch(
+              model, layout.ep, groups, fabric.cluster().gpus_per_node, ep_bytes / model.top_k);
+          comm[s].ep_s = std::max(
+              f.rails.empty() ? 0.0
+                              : collective(fmt::format("EP flex dispatch (rails) s{}", s),
+                                           "alltoall", f.rails, f.rail_bytes, calls, 1, "pairwise"),
+              f.local.empty()
+                  ? 0.0
+                  : collective(fmt::format("EP flex dispatch (NVLink) s{}", s), "alltoall", f.local,
+                               f.local_bytes, calls, 1, "pairwise"));
+        } else {
+          comm[s].ep_s =
+              collective(fmt::format("EP alltoall s{}", s), "alltoall", groups, ep_bytes, calls);
+        }
       }
       if (s + 1 < pp) {
         std::vector<std::vector<int>> pairs;

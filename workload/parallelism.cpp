@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.hpp"
 
@@ -235,6 +236,11 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   if (p.ep > 1 && !model.moe())
     throw core::Error("parallelism.ep", std::to_string(p.ep),
                       "expert parallelism needs an MoE model (model.experts > 0)");
+  if (t.moe_dispatcher == "flex" && model.moe() && etp > 1)
+    throw core::Error("training.moe_dispatcher", t.moe_dispatcher,
+                      fmt::format("the flex dispatcher is modelled with whole experts: needs "
+                                  "parallelism.expert_tp 1 (it is {})",
+                                  etp));
   if (model.moe() && model.experts % p.ep != 0)
     throw core::Error("parallelism.ep", std::to_string(p.ep),
                       fmt::format("must divide model.experts ({})", model.experts));
@@ -540,6 +546,51 @@ void check_memory(const MemoryBreakdown& m, double capacity_GB, const std::strin
                   "Raise tp/pp, use zero 2-3, recompute, or a smaller micro_batch",
                   m.total_GB(), gpu, capacity_GB, m.weights_GB, m.gradients_GB, m.optimizer_GB,
                   m.activations_GB, m.reserve_GB));
+}
+
+double expert_hit_probability(int experts, int in_set, int top_k) {
+  // P(no expert in the set) = prod_{i < k} (E - n - i) / (E - i), drawing k distinct experts.
+  double miss = 1.0;
+  for (int i = 0; i < top_k; ++i) {
+    const double left = static_cast<double>(experts - in_set - i);
+    if (left <= 0) return 1.0;
+    miss *= left / static_cast<double>(experts - i);
+  }
+  return 1.0 - miss;
+}
+
+FlexDispatch flex_dispatch(const ModelSpec& model, int ep,
+                           const std::vector<std::vector<int>>& groups, int gpus_per_node,
+                           double token_bytes) {
+  FlexDispatch f;
+  for (const auto& group : groups) {
+    std::map<int, std::vector<int>> by_node;
+    for (int rank : group) by_node[rank / gpus_per_node].push_back(rank);
+    const int nodes = static_cast<int>(by_node.size());
+    const int per_node = static_cast<int>(by_node.begin()->second.size());
+    for (const auto& [node, members] : by_node)
+      if (static_cast<int>(members.size()) != per_node)
+        throw core::Error("training.moe_dispatcher", "flex",
+                          fmt::format("an EP group has {} ranks on node {} and {} on node {}: the "
+                                      "flex dispatcher is modelled for groups spread evenly",
+                                      members.size(), node, per_node, by_node.begin()->first));
+    f.nodes = nodes;
+    f.per_node = per_node;
+    if (nodes > 1)
+      for (int j = 0; j < per_node; ++j) {
+        std::vector<int> rail;
+        for (const auto& entry : by_node) rail.push_back(entry.second[j]);
+        f.rails.push_back(std::move(rail));
+      }
+    if (per_node > 1)
+      for (auto& entry : by_node) f.local.push_back(entry.second);
+  }
+  const int per_gpu = model.experts / ep;
+  const double node_hit = expert_hit_probability(model.experts, per_gpu * f.per_node, model.top_k);
+  const double gpu_hit = expert_hit_probability(model.experts, per_gpu, model.top_k);
+  f.rail_bytes = f.nodes * token_bytes * node_hit;
+  f.local_bytes = f.per_node * f.nodes * token_bytes * gpu_hit;
+  return f;
 }
 
 }  // namespace twin::workload

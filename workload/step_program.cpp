@@ -303,12 +303,14 @@ void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
 }
 
 void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout& layout,
-             const ParallelismSpec& p) {
+             const ParallelismSpec& p, bool flex) {
   bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3, p.recomputes("layernorm"));
   bb.gemm("router", x.T, m.experts, x.h, 1, false, false, true);
   bb.memory("router softmax + top-k", x.T * m.experts * 4.0 * 2, x.T * m.experts * 4.0 * 2, 1);
   const double routed = x.T * m.top_k;
-  bb.memory("token permute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
+  // The all-to-all dispatcher lays out one copy of each token per chosen expert before sending;
+  // DeepEP and HybridEP (flex) send the tokens as they are.
+  if (!flex) bb.memory("token permute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
   // Each rank dispatches its T / tp sequence-parallel tokens over the EP group; an expert-TP
   // group of etp ranks shares (all-gathers) its tokens: T k etp / tp routed tokens reach this
   // rank's E / ep experts, each split over etp (with etp = tp: T k tokens, f_e / tp).
@@ -319,9 +321,12 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   // The tokens arrive grouped by the rank that sent them; with more than one expert on this rank
   // Megatron-Core's all-to-all dispatcher copies them into expert order before the grouped GEMMs
   // and back after ("permutation 2", sort_chunks_by_idxs; fused or not, one read and one write).
-  const bool sorts = local > 1;
+  // The flex dispatcher permutes what arrives into expert order instead (one copy per expert;
+  // the bytes are taken as the arriving copies', an upper bound on what it reads).
+  const bool sorts = local > 1 || flex;
   if (sorts)
-    bb.memory("sort by local expert", 2.0 * arriving * x.h * 2.0, 2.0 * arriving * x.h * 2.0, 1);
+    bb.memory(flex ? "permute by local expert" : "sort by local expert", 2.0 * arriving * x.h * 2.0,
+              2.0 * arriving * x.h * 2.0, 1);
   bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / etp, x.h, local);
   const bool act = p.recomputes("moe_act");
   if (x.gelu)
@@ -330,8 +335,9 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
     bb.elementwise("expert swiglu", arriving * x.fe / etp, 3, 5, 2, act);
   bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / etp, local);
   if (sorts)
-    bb.memory("unsort by local expert", 2.0 * arriving * x.h * 2.0, 2.0 * arriving * x.h * 2.0, 1);
-  bb.memory("token unpermute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
+    bb.memory(flex ? "unpermute by local expert" : "unsort by local expert",
+              2.0 * arriving * x.h * 2.0, 2.0 * arriving * x.h * 2.0, 1);
+  if (!flex) bb.memory("token unpermute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
   if (m.shared_experts > 0) {
     const bool shared = p.recomputes("shared_experts");
     bb.gemm("shared expert fc1", x.T, x.up * x.fe * m.shared_experts / x.tp, x.h, 1, shared);
@@ -421,7 +427,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
       dense_mlp(bb, x, p);
       c.params += count * (model.attention_params() + model.dense_mlp_params()) / x.tp;
     } else {
-      moe_mlp(bb, x, model, layout, p);
+      moe_mlp(bb, x, model, layout, p, t.moe_dispatcher == "flex");
       const double local = static_cast<double>(model.experts) / layout.ep;
       const double expert = count * local * model.expert_params() / layout.etp;
       c.params += count *
