@@ -175,6 +175,11 @@ TEST(FlexDispatch, SendsOncePerNodeAcrossAndOncePerGpuWithin) {
               flex_dispatch(m, 16, {{0, 1, 2, 8}}, 8, token_bytes);
             }).field(),
             "training.moe_dispatcher");
+  // So are groups of different shapes.
+  EXPECT_EQ(test::error_of([&] {
+              flex_dispatch(m, 2, {{0, 1}, {8, 16}}, 8, token_bytes);
+            }).field(),
+            "training.moe_dispatcher");
 }
 
 TEST(FlexDispatch, PermutesOnceAndBeatsTheAllToAllAcrossNodes) {

@@ -574,6 +574,11 @@ FlexDispatch flex_dispatch(const ModelSpec& model, int ep,
                           fmt::format("an EP group has {} ranks on node {} and {} on node {}: the "
                                       "flex dispatcher is modelled for groups spread evenly",
                                       members.size(), node, per_node, by_node.begin()->first));
+    if (f.nodes > 0 && (nodes != f.nodes || per_node != f.per_node))
+      throw core::Error("training.moe_dispatcher", "flex",
+                        fmt::format("EP groups of different shapes ({} nodes of {} ranks and {} of "
+                                    "{}): the flex dispatcher is modelled for groups alike",
+                                    f.nodes, f.per_node, nodes, per_node));
     f.nodes = nodes;
     f.per_node = per_node;
     if (nodes > 1)
