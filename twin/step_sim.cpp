@@ -86,13 +86,13 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
     units = std::max(1, units);
     bytes /= units;
     count *= units;
+    const std::string chosen = algorithm.empty() ? scenario.algorithm_for(op) : algorithm;
     netsim::CollectiveResult res;
     try {
-      res = net.run(op, algorithm.empty() ? scenario.algorithm_for(op) : algorithm,
-                    placed ? placement.map(groups) : groups, bytes);
+      res = net.run(op, chosen, placed ? placement.map(groups) : groups, bytes);
     } catch (const core::Error& e) {
       if (e.kind() != core::Error::Kind::not_supported) throw;
-      throw core::Error("collectives." + op, scenario.algorithm_for(op),
+      throw core::Error("collectives." + op, chosen,
                         fmt::format("cannot run {} ({} groups of {} GPUs): {}", label,
                                     groups.size(), groups.front().size(), e.reason()),
                         scenario.source);
