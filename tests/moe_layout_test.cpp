@@ -142,6 +142,37 @@ TEST(FlexDispatch, HitProbabilityOfTopKDistinctExperts) {
   EXPECT_NEAR(expert_hit_probability(128, 64, 8), 0.9969, 1e-4);
 }
 
+TEST(FlexDispatch, GroupLimitedRoutingReachesFewerNodes) {
+  // DeepSeek-V3: 256 experts in 8 groups of 32, top-8 from the best 4 groups. A node holding one
+  // whole group is hit when its group is selected (4 of 8) and one of the 8 lands in it (among
+  // the 128 experts of the selected groups): 0.5 x hit(128, 32, 8), against hit(256, 32, 8)
+  // ungrouped. A GPU holding 4 experts of a group: 0.5 x hit(128, 4, 8).
+  ModelSpec m = model_preset("deepseek-v3");
+  ASSERT_EQ(m.router_groups, 8);
+  EXPECT_DOUBLE_EQ(expert_hit_probability(m, 32), 0.5 * expert_hit_probability(128, 32, 8));
+  EXPECT_DOUBLE_EQ(expert_hit_probability(m, 4), 0.5 * expert_hit_probability(128, 4, 8));
+  EXPECT_LT(expert_hit_probability(m, 32), expert_hit_probability(256, 32, 8));
+  // Two whole groups: one selected (P = 2 x C(6,3) / C(8,4) = 4/7) or both (C(6,2) / C(8,4) =
+  // 3/14).
+  const double two =
+      4.0 / 7 * expert_hit_probability(128, 32, 8) + 3.0 / 14 * expert_hit_probability(128, 64, 8);
+  EXPECT_NEAR(expert_hit_probability(m, 64), two, 1e-12);
+  // Every group: certain.
+  EXPECT_DOUBLE_EQ(expert_hit_probability(m, 256), 1.0);
+  // Ungrouped routing is the plain formula.
+  m.router_groups = m.router_group_topk = 0;
+  EXPECT_DOUBLE_EQ(expert_hit_probability(m, 32), expert_hit_probability(256, 32, 8));
+  // Bad groupings name their field.
+  ModelSpec bad = model_preset("deepseek-v3");
+  bad.router_groups = 7;  // does not divide 256
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.router_groups");
+  bad.router_groups = 8;
+  bad.router_group_topk = 9;
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.router_group_topk");
+  bad.router_group_topk = 0;  // groups without a group top-k
+  EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.router_group_topk");
+}
+
 TEST(FlexDispatch, SendsOncePerNodeAcrossAndOncePerGpuWithin) {
   // EP 16 over two nodes of 8: rails pair GPU j of one node with GPU j of the other; a rank
   // sends each peer on its rail the tokens that hit that node, and each local peer the tokens

@@ -210,6 +210,12 @@ void model(std::vector<Entry>& t) {
                     "Every k-th layer is MoE"));
   t.push_back(plain("model.capacity_factor", m(&ModelSpec::capacity_factor), "", at_least(1),
                     "Tokens per expert relative to a perfect balance (load imbalance)"));
+  t.push_back(plain("model.router_groups", m(&ModelSpec::router_groups), "", at_least(0),
+                    "Group-limited routing: the experts form this many equal groups in order "
+                    "(Megatron-Core moe_router_num_groups; 0: ungrouped)"));
+  t.push_back(plain("model.router_group_topk", m(&ModelSpec::router_group_topk), "", at_least(0),
+                    "Group-limited routing: a token's experts come from its best this-many groups "
+                    "(DeepSeek-V3: 4 of 8, node-limited routing)"));
   t.push_back(plain("model.sliding_window", m(&ModelSpec::sliding_window), "tokens", at_least(0),
                     "Sliding-window attention: tokens each query sees in a windowed layer, "
                     "itself included (0: none)"));

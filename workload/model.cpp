@@ -110,6 +110,8 @@ std::vector<ModelSpec> presets() {
   v3.top_k = 8;
   v3.shared_experts = 1;
   v3.expert_ffn_hidden = 2048;
+  v3.router_groups = 8;  // node-limited routing: a token's experts in its 4 best of 8 groups
+  v3.router_group_topk = 4;
   p.push_back(v3);
   // GPT-OSS 120B (OpenAI 2025, openai/gpt-oss-120b config.json): 36 layers, 2880 hidden, 64
   // query heads of 64 and 8 KV heads, 128 experts top-4 of width 2880, 201,088 vocabulary;
@@ -176,6 +178,16 @@ void validate(const ModelSpec& m) {
     if (!(m.capacity_factor >= 1.0))
       throw core::Error("model.capacity_factor", fmt::format("{}", m.capacity_factor),
                         "must be >= 1");
+    if (m.router_groups < 0 || (m.router_groups > 0 && m.experts % m.router_groups != 0))
+      throw core::Error("model.router_groups", std::to_string(m.router_groups),
+                        fmt::format("must divide model.experts ({}); 0: ungrouped", m.experts));
+    if ((m.router_groups > 0) != (m.router_group_topk > 0) ||
+        m.router_group_topk > m.router_groups ||
+        (m.router_groups > 0 && m.top_k > m.router_group_topk * (m.experts / m.router_groups)))
+      throw core::Error("model.router_group_topk", std::to_string(m.router_group_topk),
+                        fmt::format("needs model.router_groups ({}) and must be at most it, with "
+                                    "top_k ({}) experts in that many groups",
+                                    m.router_groups, m.top_k));
   } else {
     positive(m.ffn_hidden, "model.ffn_hidden");
   }

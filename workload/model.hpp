@@ -46,6 +46,12 @@ struct ModelSpec {
   int shared_experts = 0;
   int moe_layer_every = 1;       ///< every k-th layer is MoE (1: all)
   double capacity_factor = 1.0;  ///< tokens per expert relative to a perfect balance
+  /// Group-limited routing (DeepSeek-V3's node-limited routing, Megatron-Core's
+  /// moe_router_num_groups / moe_router_group_topk): the experts form `router_groups` equal
+  /// groups in order, and a token's top_k experts come from its `router_group_topk` best
+  /// groups (0: ungrouped).
+  int router_groups = 0;
+  int router_group_topk = 0;
   // Sliding-window attention (GPT-OSS, Gemma, Mistral): windowed layers let each query see its
   // `sliding_window` latest tokens (itself included) instead of the whole causal prefix.
   int sliding_window = 0;        ///< tokens each query sees in a windowed layer (0: none)

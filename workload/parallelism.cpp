@@ -559,6 +559,29 @@ double expert_hit_probability(int experts, int in_set, int top_k) {
   return 1.0 - miss;
 }
 
+double expert_hit_probability(const ModelSpec& model, int in_set) {
+  const int groups = model.router_groups, selected = model.router_group_topk;
+  if (groups <= 0) return expert_hit_probability(model.experts, in_set, model.top_k);
+  const int per_group = model.experts / groups, pool = selected * per_group;
+  if (in_set < per_group && per_group % in_set == 0)
+    return static_cast<double>(selected) / groups *
+           expert_hit_probability(pool, in_set, model.top_k);
+  if (in_set % per_group != 0) return expert_hit_probability(model.experts, in_set, model.top_k);
+  // j whole groups: P(j' of them among the M selected) is hypergeometric.
+  const int j = in_set / per_group;
+  auto choose = [](int n, int k) {
+    if (k < 0 || k > n) return 0.0;
+    double c = 1.0;
+    for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+    return c;
+  };
+  double hit = 0;
+  for (int jj = 1; jj <= std::min(j, selected); ++jj)
+    hit += choose(j, jj) * choose(groups - j, selected - jj) / choose(groups, selected) *
+           expert_hit_probability(pool, jj * per_group, model.top_k);
+  return hit;
+}
+
 FlexDispatch flex_dispatch(const ModelSpec& model, int ep,
                            const std::vector<std::vector<int>>& groups, int gpus_per_node,
                            double token_bytes) {
@@ -591,8 +614,8 @@ FlexDispatch flex_dispatch(const ModelSpec& model, int ep,
       for (auto& entry : by_node) f.local.push_back(entry.second);
   }
   const int per_gpu = model.experts / ep;
-  const double node_hit = expert_hit_probability(model.experts, per_gpu * f.per_node, model.top_k);
-  const double gpu_hit = expert_hit_probability(model.experts, per_gpu, model.top_k);
+  const double node_hit = expert_hit_probability(model, per_gpu * f.per_node);
+  const double gpu_hit = expert_hit_probability(model, per_gpu);
   f.rail_bytes = f.nodes * token_bytes * node_hit;
   f.local_bytes = f.per_node * f.nodes * token_bytes * gpu_hit;
   return f;

@@ -253,6 +253,13 @@ void check_memory(const MemoryBreakdown& m, double capacity_GB, const std::strin
 /// balanced routing the published MoE benchmarks force), include at least one of a set of
 /// `in_set`: 1 - C(experts - in_set, top_k) / C(experts, top_k).
 double expert_hit_probability(int experts, int in_set, int top_k);
+/// The same for the model's routing and the `in_set` consecutive experts a GPU or node holds.
+/// With group-limited routing (G groups of E/G, the token's top_k among its M best groups, each
+/// group as likely as any under balance): a set of j whole groups is hit when j' >= 1 of them
+/// are selected (hypergeometric over G, j, M) and one of the top_k lands in them,
+/// sum_j' P(j') hit(M E/G, j' E/G, top_k); a set inside one group when that group is selected
+/// and one lands in the set, (M / G) hit(M E/G, in_set, top_k). Otherwise ungrouped.
+double expert_hit_probability(const ModelSpec& model, int in_set);
 
 /// The flex dispatcher's traffic (DeepEP / HybridEP) for EP groups that span `nodes` nodes
 /// with `per_node` members on each. A token goes once to every node hosting one of its experts,
