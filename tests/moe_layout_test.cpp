@@ -13,6 +13,7 @@
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 #include "workload/kernel_cost.hpp"
+#include "workload/moe_dispatch.hpp"
 #include "workload/step_program.hpp"
 
 namespace twin::workload {

@@ -17,6 +17,7 @@
 #include "topology/fabric.hpp"
 #include "topology/placement.hpp"
 #include "twin/detail/pipeline_schedule.hpp"
+#include "workload/moe_dispatch.hpp"
 #include "workload/step_program.hpp"
 
 namespace twin::sim {
