@@ -308,9 +308,15 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   bb.gemm("router", x.T, m.experts, x.h, 1, false, false, true);
   bb.memory("router softmax + top-k", x.T * m.experts * 4.0 * 2, x.T * m.experts * 4.0 * 2, 1);
   const double routed = x.T * m.top_k;
+  // A permutation of `tokens` hidden states: one read and one write of 2 bytes an element,
+  // its backward the same for the gradients.
+  auto permutation = [&](const char* name, double tokens) {
+    const double bytes = 2.0 * tokens * x.h * 2.0;
+    bb.memory(name, bytes, bytes, 1);
+  };
   // The all-to-all dispatcher lays out one copy of each token per chosen expert before sending;
   // DeepEP and HybridEP (flex) send the tokens as they are.
-  if (!flex) bb.memory("token permute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
+  if (!flex) permutation("token permute", routed);
   // Each rank dispatches its T / tp sequence-parallel tokens over the EP group; an expert-TP
   // group of etp ranks shares (all-gathers) its tokens: T k etp / tp routed tokens reach this
   // rank's E / ep experts, each split over etp (with etp = tp: T k tokens, f_e / tp).
@@ -324,9 +330,7 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   // The flex dispatcher permutes what arrives into expert order instead (one copy per expert;
   // the bytes are taken as the arriving copies', an upper bound on what it reads).
   const bool sorts = local > 1 || flex;
-  if (sorts)
-    bb.memory(flex ? "permute by local expert" : "sort by local expert", 2.0 * arriving * x.h * 2.0,
-              2.0 * arriving * x.h * 2.0, 1);
+  if (sorts) permutation(flex ? "permute by local expert" : "sort by local expert", arriving);
   bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / etp, x.h, local);
   const bool act = p.recomputes("moe_act");
   if (x.gelu)
@@ -334,10 +338,8 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   else
     bb.elementwise("expert swiglu", arriving * x.fe / etp, 3, 5, 2, act);
   bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / etp, local);
-  if (sorts)
-    bb.memory(flex ? "unpermute by local expert" : "unsort by local expert",
-              2.0 * arriving * x.h * 2.0, 2.0 * arriving * x.h * 2.0, 1);
-  if (!flex) bb.memory("token unpermute", 2.0 * routed * x.h * 2.0, 2.0 * routed * x.h * 2.0, 1);
+  if (sorts) permutation(flex ? "unpermute by local expert" : "unsort by local expert", arriving);
+  if (!flex) permutation("token unpermute", routed);
   if (m.shared_experts > 0) {
     const bool shared = p.recomputes("shared_experts");
     bb.gemm("shared expert fc1", x.T, x.up * x.fe * m.shared_experts / x.tp, x.h, 1, shared);
