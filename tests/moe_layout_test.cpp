@@ -1,5 +1,6 @@
 // Closed-form checks of the expert layout (Megatron-Core's MoE parallel folding): EP groups over
 // the TP x DP ranks of a stage, expert tensor parallelism, and the errors of bad input.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -129,6 +130,39 @@ TEST(ExpertLayout, TokensAreSortedByLocalExpertWhenARankHoldsSeveral) {
   one_each.experts = 8;
   EXPECT_FALSE(kernels(one_each, true).count("sort by local expert"));
   EXPECT_FALSE(kernels(one_each, true).count("unsort by local expert"));
+}
+
+TEST(ExpertLayout, CurrentScalingQuantizesEachExpertsTokensOnItsOwn) {
+  // The 8192 tokens arriving at a rank's 4 experts (as above), h 2048, in FP8. Delayed scaling:
+  // one multi-tensor cast-transpose of all of them. Current scaling: per expert an amax pass, a
+  // scale kernel and a cast, each paying its start-up: 4 x (t_launch + bytes / 4 / rate).
+  TrainingSpec t;
+  t.global_batch = 8;
+  t.precision = "fp8";
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "fp8");
+  const ModelSpec m = moe_model();
+  auto forward = [&] {
+    const Layout l = make_layout(m, folded(1), t, 8);
+    std::map<std::string, Kernel> out;
+    for (const auto& b : chunk_program(m, folded(1), t, l, c, 0, 0).blocks)
+      for (const auto& k : b.forward) out[k.name] = k;
+    return out;
+  };
+  const double elements = 8192.0 * 2048;
+  const double rate = c.memory_kernel_Bps();
+  auto delayed = forward();
+  EXPECT_DOUBLE_EQ(delayed["expert fc1 (grouped) input fp8 cast-transpose"].time_s,
+                   c.launch_s() + 4 * elements / rate);
+  EXPECT_FALSE(delayed.count("expert fc1 (grouped) input amax"));
+  t.fp8_recipe = "tensorwise";
+  auto current = forward();
+  const Kernel amax = current["expert fc1 (grouped) input amax"];
+  EXPECT_EQ(amax.shape, fmt::format("4 x {:.3g} B", 2 * elements / 4));
+  EXPECT_DOUBLE_EQ(amax.time_s, 4 * (c.launch_s() + 2 * elements / 4 / rate));
+  EXPECT_DOUBLE_EQ(current["expert fc1 (grouped) input fp8 scale"].time_s, 4 * c.launch_s());
+  EXPECT_DOUBLE_EQ(current["expert fc1 (grouped) input fp8 cast-transpose"].time_s,
+                   4 * (c.launch_s() + 4 * elements / 4 / rate));
 }
 
 TEST(FlexDispatch, HitProbabilityOfTopKDistinctExperts) {

@@ -271,6 +271,52 @@ TEST(StepProgram, BackwardHasItsOwnDataAndWeightGradientGemms) {
   EXPECT_TRUE(wgrad);
 }
 
+TEST(StepProgram, CurrentScalingQuantizesAfterAnAmaxPassAndAScaleKernel) {
+  // FP8, TP 1, T = 2048 tokens, h 4096. Delayed scaling: the fused input norm writes QKV's FP8
+  // input, the attention output is cast by one kernel (read 2, write 1 + 1 bytes an element).
+  // Current scaling: every quantization is an amax pass (read 2 bytes an element), a one-thread
+  // scale kernel (start-up only) and the cast; the norm no longer writes FP8, and the fused
+  // activation computes fc2's amax as it writes.
+  const ModelSpec m = small_model();
+  static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster c(h100, "fp8");
+  TrainingSpec t = eight_sequences();
+  t.precision = "fp8";
+  const double T = 2048, h = 4096;
+  auto kernels = [&](const ParallelismSpec& p, bool forward) {
+    const Layout layout = make_layout(m, p, t, 8);
+    std::map<std::string, Kernel> out;
+    for (const auto& k :
+         block_kernels(chunk_program(m, p, t, layout, c, 0, 0), "dense layer", forward))
+      out[k.name] = k;
+    return out;
+  };
+  auto delayed = kernels(one_stage(1), true);
+  EXPECT_FALSE(delayed.count("qkv input fp8 cast-transpose"));
+  EXPECT_FALSE(delayed.count("attention proj input amax"));
+  EXPECT_DOUBLE_EQ(delayed["attention proj input fp8 cast-transpose"].bytes, 4 * T * h);
+
+  t.fp8_recipe = "tensorwise";
+  auto current = kernels(one_stage(1), true);
+  EXPECT_DOUBLE_EQ(current["qkv input amax"].bytes, 2 * T * h);
+  EXPECT_DOUBLE_EQ(current["qkv input amax"].time_s,
+                   c.launch_s() + 2 * T * h / c.memory_kernel_Bps());
+  EXPECT_DOUBLE_EQ(current["qkv input fp8 scale"].time_s, c.launch_s());
+  EXPECT_DOUBLE_EQ(current["qkv input fp8 cast-transpose"].time_s,
+                   c.launch_s() + 4 * T * h / c.memory_kernel_Bps());
+  EXPECT_FALSE(current.count("fc2 input amax"));
+  EXPECT_TRUE(current.count("fc2 input fp8 scale"));
+  EXPECT_DOUBLE_EQ(current["fc2 input fp8 cast-transpose"].bytes, 4 * T * m.ffn_hidden);
+  auto current_bwd = kernels(one_stage(1), false);
+  EXPECT_DOUBLE_EQ(current_bwd["fc1 grad amax"].bytes, 2 * T * 2 * m.ffn_hidden);
+
+  // With sequence parallelism over TP 4 a column-parallel GEMM's input and a row-parallel GEMM's
+  // output gradient are quantized on this rank's quarter of the tokens, then all-gathered.
+  EXPECT_DOUBLE_EQ(kernels(one_stage(4), true)["qkv input amax"].bytes, 2 * T / 4 * h);
+  EXPECT_DOUBLE_EQ(kernels(one_stage(4), false)["fc2 grad amax"].bytes, 2 * T / 4 * h);
+  EXPECT_DOUBLE_EQ(kernels(one_stage(4), true)["attention proj input amax"].bytes, 2 * T * h / 4);
+}
+
 TEST(StepProgram, TpOverlapRunsTheGemmsBesideItsTransfersInChunks) {
   // TP 4 with sequence parallelism and userbuffers overlap: the all-gathered GEMMs (QKV, fc1)
   // run as 4 ring-exchange steps of T / 4 rows; in BF16 the reduce-scattered ones (proj, fc2)
@@ -631,6 +677,21 @@ TEST(BadInput, RecomputeEarlyStopNamesTheField) {
       error_of({"parallelism.recompute=full", "training.recompute_early_stop=true"});
   EXPECT_EQ(tp.field(), "training.recompute_early_stop");
   EXPECT_NE(std::string(tp.what()).find("parallelism.tp"), std::string::npos);
+}
+
+TEST(BadInput, Fp8RecipeNamesTheField) {
+  // A scaling recipe without FP8 GEMMs would silently do nothing.
+  const core::Error e = test::error_of([] {
+    sim::simulate_step(
+        sim::load_scenario("", {"training.precision=bf16", "training.fp8_recipe=tensorwise"}));
+  });
+  EXPECT_EQ(e.field(), "training.fp8_recipe");
+  EXPECT_NE(std::string(e.what()).find("training.precision"), std::string::npos);
+  const core::Error unknown = test::error_of([] {
+    sim::simulate_step(
+        sim::load_scenario("", {"training.precision=fp8", "training.fp8_recipe=mxfp8"}));
+  });
+  EXPECT_EQ(unknown.field(), "training.fp8_recipe");
 }
 
 TEST(BadInput, RecomputeModulesNameTheField) {

@@ -323,6 +323,13 @@ void training(std::vector<Entry>& t) {
                     one_of({"bf16", "fp16", "fp8"}),
                     "GEMM precision (fp16: the BF16 tensor-core rate plus dynamic loss scaling; "
                     "fp8: Transformer Engine)"));
+  t.push_back(plain("training.fp8_recipe", tr(&TrainingSpec::fp8_recipe), "",
+                    one_of({"delayed", "tensorwise"},
+                           "delayed: scales from the amax history, tensorwise: current scaling "
+                           "from each tensor's own amax"),
+                    "FP8 scaling (with training.precision fp8): delayed (Transformer Engine's "
+                    "DelayedScaling, Megatron-Core's default) or tensorwise (Float8CurrentScaling: "
+                    "an amax pass and a scale kernel before every cast, per tensor)"));
   t.push_back(plain("training.attention", tr(&TrainingSpec::attention), "",
                     one_of({"flash", "flash2", "flash1", "unfused"},
                            "flash: the GPU's current flash kernels, flash2: FlashAttention-2, "

@@ -43,7 +43,7 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
       p.ep > 1 ? fmt::format(", EP {} dispatch, all-to-all overlap {}", t.moe_dispatcher,
                              t.moe_a2a_overlap ? "on" : "off")
                : "",
-      t.precision);
+      t.precision == "fp8" ? fmt::format("fp8 ({} scaling)", t.fp8_recipe) : t.precision);
   out += fmt::format(
       "memory       {:.1f} of {:.1f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
       "activations {:.1f}, reserve {:.1f})\n",

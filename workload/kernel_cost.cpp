@@ -184,6 +184,16 @@ Kernel KernelCoster::memory(const std::string& name, double bytes) const {
   return finish(moving(name, bytes), 0, bytes / memory_Bps_);
 }
 
+Kernel KernelCoster::memory(const std::string& name, double bytes, int launches) const {
+  if (launches <= 1) return memory(name, bytes);
+  const Kernel one = memory(name, bytes / launches);
+  Kernel out = moving(name, bytes);
+  out.shape = fmt::format("{} x {:.3g} B", launches, bytes / launches);
+  out.time_s = launches * one.time_s;
+  out.limiter = one.limiter;
+  return out;
+}
+
 Kernel KernelCoster::stream(const std::string& name, double bytes) const {
   return finish(moving(name, bytes), 0, bytes / hbm_Bps_);
 }

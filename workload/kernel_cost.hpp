@@ -105,6 +105,9 @@ class KernelCoster {
                                        double window = 0) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   [[nodiscard]] Kernel memory(const std::string& name, double bytes) const;
+  /// The same bytes in `launches` equal kernels run one after another (one per tensor of a
+  /// group, each paying its own start-up): launches x (t_launch + bytes / launches / rate).
+  [[nodiscard]] Kernel memory(const std::string& name, double bytes, int launches) const;
   /// A dtype conversion streaming `bytes` (read + write) through HBM at the STREAM rate.
   [[nodiscard]] Kernel stream(const std::string& name, double bytes) const;
 

@@ -162,6 +162,9 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                                   model.sliding_window));
   if (t.grad_sync != "auto" && t.grad_sync != "all_reduce")
     throw core::Error("training.grad_sync", t.grad_sync, "must be 'auto' or 'all_reduce'");
+  if (t.fp8_recipe != "delayed" && t.precision != "fp8")
+    throw core::Error("training.fp8_recipe", t.fp8_recipe,
+                      fmt::format("scales FP8 tensors; training.precision is '{}'", t.precision));
   if (t.recompute_early_stop && p.recompute != "full")
     throw core::Error("training.recompute_early_stop", "true",
                       fmt::format("early stopping shortens a full recompute; parallelism.recompute "

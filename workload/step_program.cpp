@@ -16,29 +16,40 @@ namespace {
 struct GemmSplit {
   int forward_chunks = 1, dgrad_chunks = 1;
   double forward_reserved = 0, dgrad_reserved = 0, wgrad_reserved = 0;
+  /// The share of the GEMM's rows whose FP8 input and output gradient this rank quantizes:
+  /// with sequence parallelism a column-parallel GEMM's input and a row-parallel GEMM's output
+  /// gradient are quantized on this rank's 1 / tp of the tokens and all-gathered in FP8.
+  double input_rows = 1, grad_rows = 1;
 };
+
+/// What writes a GEMM's input, when it is not the GEMM before it: a norm or an activation
+/// that can emit the FP8 copy itself (`fused_kernels`, delayed scaling), or nothing that can.
+enum class Producer { none, norm, activation };
 
 /// Builds one block's kernels; the bytes and pass counts are the header's.
 class BlockBuilder {
  public:
   /// `autocast`: the weights are fp32 (FSDP gathers them unsharded in fp32, mixed precision's
   /// param_dtype unset) and torch.autocast casts each one to 16 bits where a GEMM uses it.
-  BlockBuilder(const KernelCoster& coster, bool fused, bool autocast = false)
-      : c_(coster), fused_(fused), autocast_(autocast) {}
+  /// `current_scaling`: FP8 tensors are scaled from their own amax (training.fp8_recipe
+  /// tensorwise).
+  BlockBuilder(const KernelCoster& coster, bool fused, bool autocast = false,
+               bool current_scaling = false)
+      : c_(coster), fused_(fused), autocast_(autocast), current_scaling_(current_scaling) {}
 
   BlockProgram block;
 
   /// A forward GEMM (m, n, k) and its backward data- and weight-gradient GEMMs; returns the
   /// forward time (last_dgrad_s() the data-gradient GEMM's). In FP8 (Transformer Engine's
-  /// recipe) the input is cast to FP8 with a transposed copy for the weight gradient (read 2,
-  /// write 1 + 1 bytes per element) unless a fused norm or activation already wrote it
-  /// (`cast_fused`), and backward casts the output gradient the same way. Weights are cast
-  /// once per step (cached across micro-batches), which is left out. Under autocast with fp32
-  /// weights (`autocast_`), each use casts the n x k weights to 16 bits (read 4, write 2 bytes
-  /// each; the recomputed forward casts again) and backward casts their gradient back to fp32
-  /// (read 2, write 4); both are plain conversions, costed at the STREAM rate.
+  /// recipe) the input is quantized with a transposed copy for the weight gradient (quantize())
+  /// unless the norm or activation that wrote it emitted it (`input`, delayed scaling), and
+  /// backward quantizes the output gradient the same way. Weights are cast once per step
+  /// (cached across micro-batches), which is left out. Under autocast with fp32 weights
+  /// (`autocast_`), each use casts the n x k weights to 16 bits (read 4, write 2 bytes each; the
+  /// recomputed forward casts again) and backward casts their gradient back to fp32 (read 2,
+  /// write 4); both are plain conversions, costed at the STREAM rate.
   double gemm(const std::string& name, double m, double n, double k, double batch = 1,
-              bool recompute = false, bool cast_fused = false, bool bf16 = false,
+              bool recompute = false, Producer input = Producer::none, bool bf16 = false,
               const GemmSplit& split = {}) {
     if (autocast_) {
       Kernel cast = c_.stream(name + " weight cast (autocast)", 6.0 * n * k * batch);
@@ -46,21 +57,31 @@ class BlockBuilder {
       block.forward.push_back(std::move(cast));
       block.backward.push_back(c_.stream(name + " weight grad cast", 6.0 * n * k * batch));
     }
-    return weightless_gemm(name, m, n, k, batch, recompute, cast_fused, bf16, split);
+    return weightless_gemm(name, m, n, k, batch, recompute, input, bf16, split);
+  }
+  /// A grouped GEMM of `experts` (m x k) x (k x n) products, one per local expert (Transformer
+  /// Engine's GroupedLinear): in FP8 each expert's input and output gradient is a tensor with
+  /// its own scale.
+  double grouped_gemm(const std::string& name, double m, double n, double k, int experts) {
+    tensors_ = experts;
+    const double t = gemm(name, m, n, k, experts);
+    tensors_ = 1;
+    return t;
   }
   /// A GEMM of two activations (the attention scores and their product with the values): as
   /// gemm() without weights to cast.
   double weightless_gemm(const std::string& name, double m, double n, double k, double batch = 1,
-                         bool recompute = false, bool cast_fused = false, bool bf16 = false,
+                         bool recompute = false, Producer input = Producer::none, bool bf16 = false,
                          const GemmSplit& split = {}) {
     const bool fp8 = c_.fp8() && !bf16;
-    if (fp8 && !(cast_fused && fused_)) {
-      Kernel cast = c_.memory(name + " input fp8 cast-transpose", 4.0 * m * k * batch);
-      if (recompute) block.recompute.push_back(cast);
-      block.forward.push_back(std::move(cast));
-    }
+    if (fp8 && !(input != Producer::none && fused_ && !current_scaling_))
+      for (Kernel& q : quantize(name + " input", m * split.input_rows * k * batch, input)) {
+        if (recompute) block.recompute.push_back(q);
+        block.forward.push_back(std::move(q));
+      }
     if (fp8)
-      block.backward.push_back(c_.memory(name + " grad fp8 cast-transpose", 4.0 * m * n * batch));
+      for (Kernel& q : quantize(name + " grad", m * split.grad_rows * n * batch, Producer::none))
+        block.backward.push_back(std::move(q));
     auto launch = [&](const std::string& label, double gm, double gn, double gk, int chunks,
                       double reserved) {
       return batch == 1 ? c_.split_gemm(label, gm, gn, gk, chunks, reserved, bf16)
@@ -76,6 +97,24 @@ class BlockBuilder {
     block.backward.push_back(std::move(d));
     block.backward.push_back(std::move(w));
     return fwd;
+  }
+  /// Quantizes `elements` 16-bit values to FP8 with a transposed copy for the other GEMM that
+  /// reads them (read 2, write 1 + 1 bytes an element), as tensors_ tensors of equal size.
+  /// Delayed scaling: one cast-transpose kernel (one multi-tensor kernel for a group), the scale
+  /// known from earlier steps. Current scaling (Transformer Engine's Float8CurrentScaling), per
+  /// tensor: an amax pass over the input (read 2 bytes an element; an activation computes it as
+  /// it writes its output, a norm does not), a one-thread kernel turning it into the scale,
+  /// then the cast-transpose. Transformer Engine runs a norm unfused and quantizes its output
+  /// this way, and its multi-tensor cast is for delayed scaling only, so each expert's tensor
+  /// pays the chain's start-ups.
+  std::vector<Kernel> quantize(const std::string& name, double elements, Producer input) const {
+    if (!current_scaling_) return {c_.memory(name + " fp8 cast-transpose", 4.0 * elements)};
+    std::vector<Kernel> out;
+    if (!(input == Producer::activation && fused_))
+      out.push_back(c_.memory(name + " amax", 2.0 * elements, tensors_));
+    out.push_back(c_.memory(name + " fp8 scale", 0.0, tensors_));
+    out.push_back(c_.memory(name + " fp8 cast-transpose", 4.0 * elements, tensors_));
+    return out;
   }
   [[nodiscard]] double last_dgrad_s() const { return last_dgrad_s_; }
 
@@ -122,9 +161,11 @@ class BlockBuilder {
   const KernelCoster& c_;
   bool fused_;
   bool autocast_;
+  bool current_scaling_;
 
  private:
   double last_dgrad_s_ = 0;
+  int tensors_ = 1;  ///< tensors with their own FP8 scale in the GEMM being built
 };
 
 double sum_time(const std::vector<Kernel>& ks, bool tensor_only = false) {
@@ -180,6 +221,10 @@ Shape shape_of(const ModelSpec& m, const ParallelismSpec& p, const TrainingSpec&
                .dgrad_chunks = p.tp,
                .forward_reserved = kPipelinedSms};
   }
+  if (p.sequence_parallel && p.tp > 1) {
+    x.column.input_rows = 1.0 / p.tp;
+    x.row.grad_rows = 1.0 / p.tp;
+  }
   x.b = p.micro_batch;
   x.s = m.seq_len;
   x.s_local = static_cast<double>(m.seq_len) / p.cp;
@@ -211,15 +256,15 @@ std::pair<double, double> mla_projections(BlockBuilder& bb, const Shape& x, cons
   const double rope = m.qk_rope_head_dim;
   double first = 0, first_bwd = 0;
   if (rq > 0) {
-    first += bb.gemm("q down (latent)", x.T, rq, x.h, 1, false, true);
+    first += bb.gemm("q down (latent)", x.T, rq, x.h, 1, false, Producer::norm);
     first_bwd += bb.last_dgrad_s();
     bb.elementwise("q latent norm", x.T * rq, 2, 5, 3);
     bb.gemm("q up", x.T, a_local * x.head_dim, rq, 1, recompute_up);
   } else {
-    first += bb.gemm("q", x.T, a_local * x.head_dim, x.h, 1, false, true);
+    first += bb.gemm("q", x.T, a_local * x.head_dim, x.h, 1, false, Producer::norm);
     first_bwd += bb.last_dgrad_s();
   }
-  first += bb.gemm("kv down (latent + rotary key)", x.T, rkv + rope, x.h, 1, false, true);
+  first += bb.gemm("kv down (latent + rotary key)", x.T, rkv + rope, x.h, 1, false, Producer::norm);
   first_bwd += bb.last_dgrad_s();
   bb.elementwise("kv latent norm", x.T * rkv, 2, 5, 3);
   bb.gemm("kv up", x.T, a_local * (m.kv_channels() + x.v_dim), rkv, 1, recompute_up);
@@ -236,7 +281,8 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   if (m.mla()) {
     std::tie(qkv, qkv_bwd) = mla_projections(bb, x, m, p.recomputes("mla_up_proj"));
   } else {
-    qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, true, false, x.column);
+    qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, Producer::norm, false,
+                  x.column);
     qkv_bwd = bb.last_dgrad_s();
     if (x.rope) bb.elementwise("rotary", x.T * (x.q + x.kv) / x.tp, 2, 6, 2);
   }
@@ -279,8 +325,8 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   }
   bb.block.attention_forward_s += attn_f;
   bb.block.attention_backward_s += attn_b;
-  const double proj =
-      bb.gemm("attention proj", x.T, x.h, x.local_heads * x.v_dim, 1, false, false, false, x.row);
+  const double proj = bb.gemm("attention proj", x.T, x.h, x.local_heads * x.v_dim, 1, false,
+                              Producer::none, false, x.row);
   bb.residual_add(x.Tsp * x.h);
   bb.block.tp_overlap_forward_s = {qkv, proj};
   bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
@@ -289,13 +335,15 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
 void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
   bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3, p.recomputes("layernorm"));
   const bool again = p.recomputes("mlp");
-  const double fc1 = bb.gemm("fc1", x.T, x.up * x.f / x.tp, x.h, 1, again, true, false, x.column);
+  const double fc1 =
+      bb.gemm("fc1", x.T, x.up * x.f / x.tp, x.h, 1, again, Producer::norm, false, x.column);
   const double fc1_bwd = bb.last_dgrad_s();
   if (x.gelu)
     bb.elementwise("bias-gelu", x.T * x.f / x.tp, 2, 4, 2, again);
   else
     bb.elementwise("swiglu", x.T * x.f / x.tp, 3, 5, 2, again);
-  const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, true, false, x.row);
+  const double fc2 =
+      bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, Producer::activation, false, x.row);
   bb.residual_add(x.Tsp * x.h);
   bb.block.tp_overlap_forward_s.insert(bb.block.tp_overlap_forward_s.end(), {fc1, fc2});
   bb.block.tp_overlap_backward_s.insert(bb.block.tp_overlap_backward_s.end(),
@@ -305,7 +353,7 @@ void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
 void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout& layout,
              const ParallelismSpec& p, bool flex) {
   bb.elementwise("mlp norm", x.Tsp * x.h, 2, 5, 3, p.recomputes("layernorm"));
-  bb.gemm("router", x.T, m.experts, x.h, 1, false, false, true);
+  bb.gemm("router", x.T, m.experts, x.h, 1, false, Producer::none, true);
   bb.memory("router softmax + top-k", x.T * m.experts * 4.0 * 2, x.T * m.experts * 4.0 * 2, 1);
   const double routed = x.T * m.top_k;
   // A permutation of `tokens` hidden states: one read and one write of 2 bytes an element,
@@ -320,7 +368,8 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   // Each rank dispatches its T / tp sequence-parallel tokens over the EP group; an expert-TP
   // group of etp ranks shares (all-gathers) its tokens: T k etp / tp routed tokens reach this
   // rank's E / ep experts, each split over etp (with etp = tp: T k tokens, f_e / tp).
-  const double local = static_cast<double>(m.experts) / layout.ep;
+  const int experts = m.experts / layout.ep;
+  const double local = experts;
   const double etp = layout.etp;
   const double arriving = routed * etp / x.tp * m.capacity_factor;
   const double per_expert = arriving / local;
@@ -331,13 +380,13 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   // the bytes are taken as the arriving copies', an upper bound on what it reads).
   const bool sorts = local > 1 || flex;
   if (sorts) permutation(flex ? "permute by local expert" : "sort by local expert", arriving);
-  bb.gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / etp, x.h, local);
+  bb.grouped_gemm("expert fc1 (grouped)", per_expert, x.up * x.fe / etp, x.h, experts);
   const bool act = p.recomputes("moe_act");
   if (x.gelu)
     bb.elementwise("expert bias-gelu", arriving * x.fe / etp, 2, 4, 2, act);
   else
     bb.elementwise("expert swiglu", arriving * x.fe / etp, 3, 5, 2, act);
-  bb.gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / etp, local);
+  bb.grouped_gemm("expert fc2 (grouped)", per_expert, x.h, x.fe / etp, experts);
   if (sorts) permutation(flex ? "unpermute by local expert" : "unsort by local expert", arriving);
   if (!flex) permutation("token unpermute", routed);
   if (m.shared_experts > 0) {
@@ -399,7 +448,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
   const bool autocast = t.param_gather_dtype == "fp32" && !coster.fp8();
 
   if (stage == 0 && chunk == 0) {
-    BlockBuilder bb(coster, fused, autocast);
+    BlockBuilder bb(coster, fused, autocast, t.current_scaling());
     bb.block.label = "embedding";
     bb.block.count = 1;
     bb.memory("embedding lookup", 4.0 * x.T * x.h, 10.0 * x.T * x.h, 1);
@@ -420,7 +469,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     const int kind = block / 2, windowed = block % 2;
     const int count = count_of[kind][windowed];
     if (count == 0) continue;
-    BlockBuilder bb(coster, fused, autocast);
+    BlockBuilder bb(coster, fused, autocast, t.current_scaling());
     bb.block.label = kind == 0 ? "dense layer" : "MoE layer";
     if (windowed) bb.block.label += fmt::format(" (sliding window {})", model.sliding_window);
     bb.block.count = count;
@@ -445,12 +494,12 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     add_layer_block(c, std::move(bb.block), again_of[kind][windowed], t.recompute_early_stop);
   }
   if (stage == layout.pp - 1 && chunk == layout.v - 1) {
-    BlockBuilder bb(coster, fused, autocast);
+    BlockBuilder bb(coster, fused, autocast, t.current_scaling());
     bb.block.label = "output layer + loss";
     bb.block.count = 1;
     bb.elementwise("final norm", x.Tsp * x.h, 2, 5, 3);
     // Transformer Engine's FP8 recipe keeps the output layer in BF16.
-    bb.gemm("logits", x.T, model.vocab / x.tp, x.h, 1, false, false, true);
+    bb.gemm("logits", x.T, model.vocab / x.tp, x.h, 1, false, Producer::none, true);
     const double logits = x.T * model.vocab / x.tp;
     if (t.fused_cross_entropy())
       bb.memory("fused cross-entropy", logits * 6, logits * 4, 1);
