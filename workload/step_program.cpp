@@ -22,9 +22,10 @@ struct GemmSplit {
   double input_rows = 1, grad_rows = 1;
 };
 
-/// What writes a GEMM's input, when it is not the GEMM before it: a norm or an activation
-/// that can emit the FP8 copy itself (`fused_kernels`, delayed scaling), or nothing that can.
-enum class Producer { none, norm, activation };
+/// What writes a GEMM's input: a fused norm, which emits the FP8 copy itself under delayed
+/// scaling (Transformer Engine's LayerNormLinear), or a kernel that writes 16 bits (attention,
+/// Megatron-Core's and PyTorch's activations, which run outside Transformer Engine's Linear).
+enum class Producer { none, norm };
 
 /// Builds one block's kernels; the bytes and pass counts are the header's.
 class BlockBuilder {
@@ -42,7 +43,7 @@ class BlockBuilder {
   /// A forward GEMM (m, n, k) and its backward data- and weight-gradient GEMMs; returns the
   /// forward time (last_dgrad_s() the data-gradient GEMM's). In FP8 (Transformer Engine's
   /// recipe) the input is quantized with a transposed copy for the weight gradient (quantize())
-  /// unless the norm or activation that wrote it emitted it (`input`, delayed scaling), and
+  /// unless the fused norm that wrote it emitted it (`input`, delayed scaling), and
   /// backward quantizes the output gradient the same way. Weights are cast once per step
   /// (cached across micro-batches), which is left out. Under autocast with fp32 weights
   /// (`autocast_`), each use casts the n x k weights to 16 bits (read 4, write 2 bytes each; the
@@ -74,13 +75,13 @@ class BlockBuilder {
                          bool recompute = false, Producer input = Producer::none, bool bf16 = false,
                          const GemmSplit& split = {}) {
     const bool fp8 = c_.fp8() && !bf16;
-    if (fp8 && !(input != Producer::none && fused_ && !current_scaling_))
-      for (Kernel& q : quantize(name + " input", m * split.input_rows * k * batch, input)) {
+    if (fp8 && !(input == Producer::norm && fused_ && !current_scaling_))
+      for (Kernel& q : quantize(name + " input", m * split.input_rows * k * batch)) {
         if (recompute) block.recompute.push_back(q);
         block.forward.push_back(std::move(q));
       }
     if (fp8)
-      for (Kernel& q : quantize(name + " grad", m * split.grad_rows * n * batch, Producer::none))
+      for (Kernel& q : quantize(name + " grad", m * split.grad_rows * n * batch))
         block.backward.push_back(std::move(q));
     auto launch = [&](const std::string& label, double gm, double gn, double gk, int chunks,
                       double reserved) {
@@ -102,19 +103,15 @@ class BlockBuilder {
   /// reads them (read 2, write 1 + 1 bytes an element), as tensors_ tensors of equal size.
   /// Delayed scaling: one cast-transpose kernel (one multi-tensor kernel for a group), the scale
   /// known from earlier steps. Current scaling (Transformer Engine's Float8CurrentScaling), per
-  /// tensor: an amax pass over the input (read 2 bytes an element; an activation computes it as
-  /// it writes its output, a norm does not), a one-thread kernel turning it into the scale,
-  /// then the cast-transpose. Transformer Engine runs a norm unfused and quantizes its output
-  /// this way, and its multi-tensor cast is for delayed scaling only, so each expert's tensor
-  /// pays the chain's start-ups.
-  std::vector<Kernel> quantize(const std::string& name, double elements, Producer input) const {
+  /// tensor: an amax pass over the input (read 2 bytes an element), a one-thread kernel turning
+  /// it into the scale, then the cast-transpose. Transformer Engine runs a norm unfused and
+  /// quantizes its output this way, and its multi-tensor cast is for delayed scaling only, so
+  /// each expert's tensor pays the chain's start-ups.
+  std::vector<Kernel> quantize(const std::string& name, double elements) const {
     if (!current_scaling_) return {c_.memory(name + " fp8 cast-transpose", 4.0 * elements)};
-    std::vector<Kernel> out;
-    if (!(input == Producer::activation && fused_))
-      out.push_back(c_.memory(name + " amax", 2.0 * elements, tensors_));
-    out.push_back(c_.memory(name + " fp8 scale", 0.0, tensors_));
-    out.push_back(c_.memory(name + " fp8 cast-transpose", 4.0 * elements, tensors_));
-    return out;
+    return {c_.memory(name + " amax", 2.0 * elements, tensors_),
+            c_.memory(name + " fp8 scale", 0.0, tensors_),
+            c_.memory(name + " fp8 cast-transpose", 4.0 * elements, tensors_)};
   }
   [[nodiscard]] double last_dgrad_s() const { return last_dgrad_s_; }
 
@@ -342,8 +339,7 @@ void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
     bb.elementwise("bias-gelu", x.T * x.f / x.tp, 2, 4, 2, again);
   else
     bb.elementwise("swiglu", x.T * x.f / x.tp, 3, 5, 2, again);
-  const double fc2 =
-      bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, Producer::activation, false, x.row);
+  const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, Producer::none, false, x.row);
   bb.residual_add(x.Tsp * x.h);
   bb.block.tp_overlap_forward_s.insert(bb.block.tp_overlap_forward_s.end(), {fc1, fc2});
   bb.block.tp_overlap_backward_s.insert(bb.block.tp_overlap_backward_s.end(),

@@ -41,10 +41,11 @@
 /// NVLink, Megatron-LM's scatter_gather_tensors_in_pipeline; with pp_scatter_gather off, T h 2).
 /// FP8 (Transformer Engine): each GEMM's input and output gradient are quantized with a
 /// transposed copy, read 2 write 1 + 1 bytes an element (delayed scaling: one kernel, none when a
-/// fused norm or activation writes the input; a grouped GEMM's experts in one multi-tensor
-/// kernel); with current scaling (fp8_recipe tensorwise) each tensor (each expert's) first has
-/// an amax pass (read 2 bytes an element; fused into an activation, not into a norm) and a scale
-/// kernel, and norms no longer emit FP8. The output layer stays in BF16.
+/// fused norm writes the input; a grouped GEMM's experts in one multi-tensor kernel; the MLP
+/// activation writes 16 bits, as Megatron-Core's bias-activation fusions and PyTorch's do, and
+/// fc2's input is cast); with current scaling (fp8_recipe tensorwise) each tensor (each
+/// expert's) first has an amax pass (read 2 bytes an element) and a scale kernel, and norms no
+/// longer emit FP8. The output layer stays in BF16.
 /// Optimizer (per local parameter): Adam with fp32 master weights and moments reads param, grad,
 /// m, v (16 B) and writes param, m, v and the bf16 copy (14 B); gradient clipping reads the fp32
 /// gradients again (4 B); parameters are sharded over the DP group for zero >= 1.
