@@ -271,6 +271,56 @@ TEST(StepProgram, BackwardHasItsOwnDataAndWeightGradientGemms) {
   EXPECT_TRUE(wgrad);
 }
 
+TEST(StepProgram, MtpModuleRunsOneMoreLayerAndLossOnTheLastStage) {
+  // One multi-token-prediction module on a one-stage llama3-8b (T = 2048, h 4096): the shifted
+  // tokens' embedding, two norms, the (T, h, 2h) projection of their concatenation, a layer
+  // like the last and the output layer + loss again: its kernels are exactly those.
+  ModelSpec m = small_model();
+  const ParallelismSpec p = one_stage(1);
+  const TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  const ChunkProgram plain = chunk_program(m, p, t, layout, c, 0, 0);
+  m.mtp_layers = 1;
+  const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
+  const BlockProgram mtp = block_of(prog, "MTP module");
+  EXPECT_EQ(mtp.count, 1);
+  std::vector<std::string> expected = {"MTP embedding lookup", "MTP hidden norm",
+                                       "MTP embedding norm", "MTP projection"};
+  for (const std::string label : {"dense layer", "output layer + loss"})
+    for (const auto& name : names(block_kernels(plain, label))) expected.push_back(name);
+  EXPECT_EQ(names(mtp.forward), expected);
+  const double T = 2048, h = 4096;
+  for (const auto& k : mtp.forward) {
+    if (k.name == "MTP projection") {
+      EXPECT_DOUBLE_EQ(k.flops, 2 * T * h * 2 * h);
+    }
+  }
+  // Its parameters: the layer's and the projection's (embedding and output layer shared).
+  EXPECT_DOUBLE_EQ(prog.params - plain.params,
+                   m.attention_params() + m.dense_mlp_params() + 2 * h * h);
+  // It sits with the loss: the stage balance counts it there.
+  const StageWeights w = stage_weights(m, p, t, layout, c);
+  auto time = [](const BlockProgram& b) {
+    double s = 0;
+    for (const auto* list : {&b.forward, &b.backward, &b.recompute})
+      for (const auto& k : *list) s += k.time_s;
+    return s;
+  };
+  EXPECT_NEAR(w.output_s, time(block_of(prog, "output layer + loss")) + time(mtp), 1e-12);
+  // Model FLOPs: 2 per token per parameter of the layer, the projection and the logits, plus
+  // one layer's attention scores.
+  ModelSpec none = m;
+  none.mtp_layers = 0;
+  const double mtp_flops = m.forward_flops(8) - none.forward_flops(8);
+  EXPECT_NEAR(mtp_flops,
+              2 * 8 * T *
+                      (m.attention_params() + m.dense_mlp_params() + 2 * h * h +
+                       static_cast<double>(m.vocab) * h) +
+                  none.attention_score_flops(8) / m.layers,
+              1e-6 * mtp_flops);
+}
+
 TEST(StepProgram, CurrentScalingQuantizesAfterAnAmaxPassAndAScaleKernel) {
   // FP8, TP 1, T = 2048 tokens, h 4096. Delayed scaling: the fused input norm writes QKV's FP8
   // input, the attention output is cast by one kernel (read 2, write 1 + 1 bytes an element).

@@ -216,6 +216,10 @@ void model(std::vector<Entry>& t) {
   t.push_back(plain("model.router_group_topk", m(&ModelSpec::router_group_topk), "", at_least(0),
                     "Group-limited routing: a token's experts come from its best this-many groups "
                     "(DeepSeek-V3: 4 of 8, node-limited routing)"));
+  t.push_back(plain("model.mtp_layers", m(&ModelSpec::mtp_layers), "", at_least(0),
+                    "Multi-token prediction modules on the last stage, each one layer like the "
+                    "last, a 2h x h projection and its own loss (DeepSeek-V3: 1; Megatron-Core "
+                    "mtp_num_layers)"));
   t.push_back(plain("model.sliding_window", m(&ModelSpec::sliding_window), "tokens", at_least(0),
                     "Sliding-window attention: tokens each query sees in a windowed layer, "
                     "itself included (0: none)"));

@@ -55,7 +55,18 @@ double ModelSpec::forward_flops(double sequences) const {
   // Matmul FLOPs are 2 per parameter per token over the active matrices, except the input
   // embedding (a lookup): so count the output projection (V h) once.
   const double matmul_params = active_params() - static_cast<double>(vocab) * hidden;
-  return 2.0 * tokens * matmul_params + attention_score_flops(sequences);
+  // Each multi-token-prediction module: one layer like the last, its 2h x h projection and
+  // the output layer again.
+  const bool last_moe = moe() && layers % moe_layer_every == 0;
+  const double mtp_layer =
+      attention_params() +
+      (last_moe ? (top_k + shared_experts) * expert_params() + static_cast<double>(hidden) * experts
+                : dense_mlp_params());
+  const double mtp_params =
+      mtp_layers * (mtp_layer + 2.0 * hidden * hidden + static_cast<double>(vocab) * hidden);
+  const double mtp_scores = layers > 0 ? mtp_layers * attention_score_flops(sequences) / layers : 0;
+  return 2.0 * tokens * (matmul_params + mtp_params) + attention_score_flops(sequences) +
+         mtp_scores;
 }
 
 double ModelSpec::training_flops(double sequences) const {
@@ -112,6 +123,7 @@ std::vector<ModelSpec> presets() {
   v3.expert_ffn_hidden = 2048;
   v3.router_groups = 8;  // node-limited routing: a token's experts in its 4 best of 8 groups
   v3.router_group_topk = 4;
+  v3.mtp_layers = 1;  // num_nextn_predict_layers 1
   p.push_back(v3);
   // GPT-OSS 120B (OpenAI 2025, openai/gpt-oss-120b config.json): 36 layers, 2880 hidden, 64
   // query heads of 64 and 8 KV heads, 128 experts top-4 of width 2880, 201,088 vocabulary;

@@ -52,6 +52,11 @@ struct ModelSpec {
   /// groups (0: ungrouped).
   int router_groups = 0;
   int router_group_topk = 0;
+  /// Multi-token prediction modules (DeepSeek-V3: 1; Megatron-Core's mtp_num_layers): each
+  /// predicts one more token ahead with one transformer layer like the model's last, a
+  /// projection of 2 hidden x hidden and its own loss over the shared output layer, on the
+  /// last pipeline stage.
+  int mtp_layers = 0;
   // Sliding-window attention (GPT-OSS, Gemma, Mistral): windowed layers let each query see its
   // `sliding_window` latest tokens (itself included) instead of the whole causal prefix.
   int sliding_window = 0;        ///< tokens each query sees in a windowed layer (0: none)

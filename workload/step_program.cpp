@@ -395,6 +395,68 @@ void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout&
   bb.residual_add(x.Tsp * x.h);
 }
 
+/// A layer's parameters on this GPU: those split over TP and those of its local experts.
+struct LayerParams {
+  double shared = 0, experts = 0;
+};
+
+/// One transformer layer's kernels and collectives (dense or MoE MLP; `window` > 0: sliding-
+/// window attention).
+LayerParams transformer_layer(BlockBuilder& bb, const Shape& x, const ModelSpec& model,
+                              const Layout& layout, const ParallelismSpec& p, const TrainingSpec& t,
+                              bool moe, int window) {
+  attention_block(bb, x, model, p, t, window);
+  LayerParams params;
+  if (!moe) {
+    dense_mlp(bb, x, p);
+    params.shared = (model.attention_params() + model.dense_mlp_params()) / x.tp;
+  } else {
+    moe_mlp(bb, x, model, layout, p, t.moe_dispatcher == "flex");
+    const double local = static_cast<double>(model.experts) / layout.ep;
+    params.experts = local * model.expert_params() / layout.etp;
+    params.shared = (model.attention_params() + model.shared_experts * model.expert_params() +
+                     x.h * model.experts) /
+                    x.tp;
+    bb.block.ep_alltoalls = layout.ep > 1 ? 2 : 0;
+  }
+  bb.block.tp_collectives = p.tp > 1 ? 2 : 0;
+  bb.block.cp_exchanges = p.cp > 1 ? p.cp - 1 : 0;
+  return params;
+}
+
+/// The final norm, the logits GEMM over the vocabulary (in BF16 under Transformer Engine's FP8
+/// recipe) and the cross-entropy.
+void output_layer(BlockBuilder& bb, const Shape& x, const ModelSpec& model, const TrainingSpec& t) {
+  bb.elementwise("final norm", x.Tsp * x.h, 2, 5, 3);
+  bb.gemm("logits", x.T, model.vocab / x.tp, x.h, 1, false, Producer::none, true);
+  const double logits = x.T * model.vocab / x.tp;
+  if (t.fused_cross_entropy())
+    bb.memory("fused cross-entropy", logits * 6, logits * 4, 1);
+  else
+    bb.memory("cross-entropy (fp32)", logits * 38, logits * 26, 6);
+}
+
+/// One multi-token-prediction module (DeepSeek-V3, Megatron-Core's MultiTokenPredictionLayer),
+/// on the last pipeline stage after the main loss: the tokens shifted by one more position are
+/// embedded (the shared embedding), the main model's last hidden states and those embeddings
+/// are normed and concatenated, projected back to h (a column-parallel (T, h / t, 2 h) GEMM on
+/// the concatenation, which no norm writes),
+/// run through one transformer layer like the model's last, and scored by the shared output
+/// layer with their own loss. Its layer is not recomputed, whatever parallelism.recompute says.
+LayerParams mtp_module(BlockBuilder& bb, const Shape& x, const ModelSpec& model,
+                       const Layout& layout, const ParallelismSpec& p, const TrainingSpec& t) {
+  bb.memory("MTP embedding lookup", 4.0 * x.T * x.h, 10.0 * x.T * x.h, 1);
+  bb.elementwise("MTP hidden norm", x.Tsp * x.h, 2, 5, 3);
+  bb.elementwise("MTP embedding norm", x.Tsp * x.h, 2, 5, 3);
+  bb.gemm("MTP projection", x.T, x.h / x.tp, 2 * x.h);
+  const bool moe = model.moe() && model.layers % model.moe_layer_every == 0;
+  LayerParams params = transformer_layer(
+      bb, x, model, layout, p, t, moe, model.windowed(model.layers - 1) ? model.sliding_window : 0);
+  output_layer(bb, x, model, t);
+  params.shared += 2.0 * x.h * x.h / x.tp;
+  return params;
+}
+
 /// The recomputed forward of a layer whose recompute stops early: PyTorch's non-reentrant
 /// checkpoint stops as soon as every tensor the layer's backward needs exists again. The
 /// trailing kernels that keep nothing (the residual add) are not rerun, nor is a GEMM that ends
@@ -469,40 +531,28 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     bb.block.label = kind == 0 ? "dense layer" : "MoE layer";
     if (windowed) bb.block.label += fmt::format(" (sliding window {})", model.sliding_window);
     bb.block.count = count;
-    attention_block(bb, x, model, p, t, windowed ? model.sliding_window : 0);
-    if (kind == 0) {
-      dense_mlp(bb, x, p);
-      c.params += count * (model.attention_params() + model.dense_mlp_params()) / x.tp;
-    } else {
-      moe_mlp(bb, x, model, layout, p, t.moe_dispatcher == "flex");
-      const double local = static_cast<double>(model.experts) / layout.ep;
-      const double expert = count * local * model.expert_params() / layout.etp;
-      c.params += count *
-                      (model.attention_params() + model.shared_experts * model.expert_params() +
-                       x.h * model.experts) /
-                      x.tp +
-                  expert;
-      c.expert_params += expert;
-      bb.block.ep_alltoalls = layout.ep > 1 ? 2 : 0;
-    }
-    bb.block.tp_collectives = p.tp > 1 ? 2 : 0;
-    bb.block.cp_exchanges = p.cp > 1 ? p.cp - 1 : 0;
+    const LayerParams params = transformer_layer(bb, x, model, layout, p, t, kind == 1,
+                                                 windowed ? model.sliding_window : 0);
+    c.params += count * (params.shared + params.experts);
+    c.expert_params += count * params.experts;
     add_layer_block(c, std::move(bb.block), again_of[kind][windowed], t.recompute_early_stop);
   }
   if (stage == layout.pp - 1 && chunk == layout.v - 1) {
     BlockBuilder bb(coster, fused, autocast, t.current_scaling());
     bb.block.label = "output layer + loss";
     bb.block.count = 1;
-    bb.elementwise("final norm", x.Tsp * x.h, 2, 5, 3);
-    // Transformer Engine's FP8 recipe keeps the output layer in BF16.
-    bb.gemm("logits", x.T, model.vocab / x.tp, x.h, 1, false, Producer::none, true);
-    const double logits = x.T * model.vocab / x.tp;
-    if (t.fused_cross_entropy())
-      bb.memory("fused cross-entropy", logits * 6, logits * 4, 1);
-    else
-      bb.memory("cross-entropy (fp32)", logits * 38, logits * 26, 6);
+    output_layer(bb, x, model, t);
     c.blocks.push_back(std::move(bb.block));
     c.params += static_cast<double>(model.vocab) * x.h / x.tp;
+    if (model.mtp_layers > 0) {
+      BlockBuilder mtp(coster, fused, autocast, t.current_scaling());
+      mtp.block.label = "MTP module";
+      mtp.block.count = model.mtp_layers;
+      const LayerParams params = mtp_module(mtp, x, model, layout, p, t);
+      c.params += model.mtp_layers * (params.shared + params.experts);
+      c.expert_params += model.mtp_layers * params.experts;
+      c.blocks.push_back(std::move(mtp.block));
+    }
   }
 
   for (const auto& b : c.blocks) {
@@ -650,8 +700,8 @@ StageWeights stage_weights(const ModelSpec& model, const ParallelismSpec& p, con
     const double per = sum_time(b.forward) + sum_time(b.backward) + sum_time(b.recompute);
     if (b.label == "embedding")
       w.embedding_s = per;
-    else if (b.label == "output layer + loss")
-      w.output_s = per;
+    else if (b.label == "output layer + loss" || b.label == "MTP module")
+      w.output_s += b.count * per;
     else
       layer_total += b.count * per;
   }
