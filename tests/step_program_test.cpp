@@ -271,6 +271,33 @@ TEST(StepProgram, BackwardHasItsOwnDataAndWeightGradientGemms) {
   EXPECT_TRUE(wgrad);
 }
 
+TEST(StepProgram, QkNormNormsEveryQueryAndKeyHead) {
+  // llama3-8b with per-head query and key norms (Qwen3's q_norm / k_norm), TP 1, T = 2048:
+  // one fused norm kernel over T (q + kv) = 2048 x (4096 + 1024) elements, reading and writing
+  // 2 bytes each, between the QKV GEMM and rotary; backward twice the bytes. The layer keeps
+  // Q and K before their norms: 2 (a + kv_heads) d bytes a token more.
+  ModelSpec m = small_model();
+  const ParallelismSpec p = one_stage(1);
+  const TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  const double before = activation_bytes_per_layer(m, p, t);
+  EXPECT_EQ(names(block_kernels(chunk_program(m, p, t, layout, c, 0, 0), "dense layer"))[2],
+            "rotary");
+  m.qk_norm = true;
+  const ChunkProgram prog = chunk_program(m, p, t, layout, c, 0, 0);
+  const std::vector<Kernel> fwd = block_kernels(prog, "dense layer");
+  ASSERT_EQ(names(fwd)[2], "q/k norm");
+  const double elements = 2048.0 * (4096 + 1024);
+  EXPECT_DOUBLE_EQ(fwd[2].bytes, 4 * elements);
+  EXPECT_DOUBLE_EQ(fwd[2].time_s, c.launch_s() + 4 * elements / c.memory_kernel_Bps());
+  double bwd = 0;
+  for (const auto& k : block_kernels(prog, "dense layer", false))
+    if (k.name == "q/k norm bwd") bwd = k.bytes;
+  EXPECT_DOUBLE_EQ(bwd, 8 * elements);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, t) - before, 2048.0 * 2 * (32 + 8) * 128);
+}
+
 TEST(StepProgram, MtpModuleRunsOneMoreLayerAndLossOnTheLastStage) {
   // One multi-token-prediction module on a one-stage llama3-8b (T = 2048, h 4096): the shifted
   // tokens' embedding, two norms, the (T, h, 2h) projection of their concatenation, a layer

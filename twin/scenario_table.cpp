@@ -216,6 +216,9 @@ void model(std::vector<Entry>& t) {
   t.push_back(plain("model.router_group_topk", m(&ModelSpec::router_group_topk), "", at_least(0),
                     "Group-limited routing: a token's experts come from its best this-many groups "
                     "(DeepSeek-V3: 4 of 8, node-limited routing)"));
+  t.push_back(plain("model.qk_norm", m(&ModelSpec::qk_norm), "", kAny,
+                    "Queries and keys RMS-normed per head before rotary (Megatron-Core "
+                    "qk_layernorm: Qwen3, OLMo 2, Gemma 3)"));
   t.push_back(plain("model.mtp_layers", m(&ModelSpec::mtp_layers), "", at_least(0),
                     "Multi-token prediction modules on the last stage, each one layer like the "
                     "last, a 2h x h projection and its own loss (DeepSeek-V3: 1; Megatron-Core "

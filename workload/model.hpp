@@ -52,6 +52,9 @@ struct ModelSpec {
   /// groups (0: ungrouped).
   int router_groups = 0;
   int router_group_topk = 0;
+  /// Queries and keys RMS-normed per head before rotary (Megatron-Core's qk_layernorm: Qwen3,
+  /// OLMo 2, Gemma 3). Multi-head latent attention's latent norms are modelled with MLA itself.
+  bool qk_norm = false;
   /// Multi-token prediction modules (DeepSeek-V3: 1; Megatron-Core's mtp_num_layers): each
   /// predicts one more token ahead with one transformer layer like the model's last, a
   /// projection of 2 hidden x hidden and its own loss over the shared output layer, on the

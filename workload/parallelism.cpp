@@ -409,6 +409,7 @@ std::vector<ActivationTensor> activation_tensors(const ModelSpec& model, const P
     add("MLA latents (norm and up-projection inputs)", (2.0 + in) * (rq + rkv));
     add("Q, K, V (K expanded to every head)", 2.0 * a * (2.0 * qk + dv) / tp, 1.0, "mla_up_proj");
   } else {
+    if (model.qk_norm) add("Q, K before their norms", 2.0 * (a + model.kv_heads) * qk / tp);
     add("Q", 2.0 * a * qk / tp);
     add(fmt::format("K, V ({} KV heads)", model.kv_heads), 2.0 * model.kv_heads * (qk + dv) / tp);
   }

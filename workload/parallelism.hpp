@@ -100,11 +100,10 @@ struct TrainingSpec {
   double tokens = 15.0e12;     ///< token budget of the whole run
   std::string precision = "bf16";
   /// How FP8 tensors get their scale (Megatron-Core's fp8_recipe, Transformer Engine's
-  /// recipes): "delayed" (DelayedScaling: from the amax history of earlier steps, so a norm or
-  /// activation writes FP8 directly and a grouped GEMM's inputs are cast by one multi-tensor
-  /// kernel) or "tensorwise" (Float8CurrentScaling: from the tensor's own amax, an extra pass
-  /// over it and a scale kernel before each cast, one chain per tensor of a group, nothing
-  /// fused into a norm).
+  /// recipes): "delayed" (DelayedScaling: from the amax history of earlier steps, so a fused norm
+  /// writes FP8 directly and a grouped GEMM's inputs are cast by one multi-tensor kernel) or
+  /// "tensorwise" (Float8CurrentScaling: from the tensor's own amax, an extra pass over it and a
+  /// scale kernel before each cast, one chain per tensor of a group, nothing fused into a norm).
   std::string fp8_recipe = "delayed";
   [[nodiscard]] bool current_scaling() const {
     return precision == "fp8" && fp8_recipe == "tensorwise";

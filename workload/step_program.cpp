@@ -281,6 +281,8 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
     qkv = bb.gemm("qkv", x.T, (x.q + 2 * x.kv) / x.tp, x.h, 1, false, Producer::norm, false,
                   x.column);
     qkv_bwd = bb.last_dgrad_s();
+    // Per-head RMSNorm of the queries and keys (a norm's passes over T (q + kv) / t elements).
+    if (m.qk_norm) bb.elementwise("q/k norm", x.T * (x.q + x.kv) / x.tp, 2, 5, 3);
     if (x.rope) bb.elementwise("rotary", x.T * (x.q + x.kv) / x.tp, 2, 6, 2);
   }
   const double bh = x.b * x.local_heads;

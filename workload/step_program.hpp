@@ -5,7 +5,8 @@
 ///
 /// Per transformer layer, T = micro_batch x seq_len / cp tokens on this GPU, t = TP degree,
 /// T_sp = T / t with sequence parallelism (the norm and residual regions), else T:
-///   forward   norm | QKV GEMM (T, (h + 2 h_kv)/t, h) | rotary | attention | proj GEMM (T, h, h/t)
+///   forward   norm | QKV GEMM (T, (h + 2 h_kv)/t, h) | [q/k norm] | rotary | attention
+///             | proj GEMM (T, h, h/t)
 ///             | residual | norm | fc1 GEMM (T, m_up f/t, h) | activation | fc2 GEMM (T, h, f/t)
 ///             | residual
 ///   backward  per GEMM a data-gradient GEMM (T, K, N) and a weight-gradient GEMM (N, K, T) of
