@@ -442,9 +442,10 @@ void output_layer(BlockBuilder& bb, const Shape& x, const ModelSpec& model, cons
 /// on the last pipeline stage after the main loss: the tokens shifted by one more position are
 /// embedded (the shared embedding), the main model's last hidden states and those embeddings
 /// are normed and concatenated, projected back to h (a column-parallel (T, h / t, 2 h) GEMM on
-/// the concatenation, which no norm writes),
-/// run through one transformer layer like the model's last, and scored by the shared output
-/// layer with their own loss. Its layer is not recomputed, whatever parallelism.recompute says.
+/// the concatenation, which no norm writes), run through one transformer layer like the
+/// model's last, and scored by the shared output layer with their own loss. Its layer is not
+/// recomputed, whatever parallelism.recompute says, and its activations are not in the memory
+/// model (which reports stage 0).
 LayerParams mtp_module(BlockBuilder& bb, const Shape& x, const ModelSpec& model,
                        const Layout& layout, const ParallelismSpec& p, const TrainingSpec& t) {
   bb.memory("MTP embedding lookup", 4.0 * x.T * x.h, 10.0 * x.T * x.h, 1);
