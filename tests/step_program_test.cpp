@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -631,6 +632,28 @@ TEST(Mla, ParametersAndScoreFlopsOfDeepSeekV3Attention) {
   bad = deepseek_v3_attention();
   bad.kv_heads = 8;
   EXPECT_EQ(test::error_of([&] { validate(bad); }).field(), "model.kv_heads");
+}
+
+TEST(Mla, DownProjectionsCastTheirInputAndLatentNormsFeedTheUpProjections) {
+  // Megatron-Core's MLA spec: the input norm stands alone and the down-projections are plain
+  // linears, each casting its input for FP8; each latent norm is fused into its up-projection,
+  // which under delayed scaling receives FP8 from it.
+  const ModelSpec m = deepseek_v3_attention();
+  const ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  t.precision = "fp8";
+  static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster fp8(h100, "fp8");
+  std::vector<std::string> forward;
+  for (const auto& b : chunk_program(m, p, t, make_layout(m, p, t, 8), fp8, 0, 0).blocks)
+    for (const auto& name : names(b.forward)) forward.push_back(name);
+  auto has = [&](const std::string& name) {
+    return std::find(forward.begin(), forward.end(), name) != forward.end();
+  };
+  EXPECT_TRUE(has("q down (latent) input fp8 cast-transpose"));
+  EXPECT_TRUE(has("kv down (latent + rotary key) input fp8 cast-transpose"));
+  EXPECT_FALSE(has("q up input fp8 cast-transpose"));
+  EXPECT_FALSE(has("kv up input fp8 cast-transpose"));
 }
 
 TEST(ContextParallel, RingAttentionExchangesKvBlocks) {

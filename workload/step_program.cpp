@@ -245,26 +245,31 @@ Shape shape_of(const ModelSpec& m, const ParallelismSpec& p, const TrainingSpec&
 /// Multi-head latent attention's projections (Megatron-Core's MLA layer): the down-projections to
 /// the query and key/value latents are not split over TP (every rank computes them on the
 /// all-gathered tokens), their norms, the column-parallel up-projections to a / t heads, and the
-/// rotary part of queries and the shared rotary key. Returns the forward and data-gradient time
-/// of the GEMMs that take the all-gathered input (what a TP all-gather hides behind).
+/// rotary part of queries and the shared rotary key. As Megatron-Core's MLA layer spec builds
+/// them, the input norm is a norm of its own and the down-projections plain linears that cast
+/// its output for FP8 each, while each latent norm is fused into its up-projection (a
+/// LayerNormLinear, which under delayed scaling writes the FP8 input itself). Returns the
+/// forward and data-gradient time of the GEMMs that take the all-gathered input (what a TP
+/// all-gather hides behind).
 std::pair<double, double> mla_projections(BlockBuilder& bb, const Shape& x, const ModelSpec& m,
                                           bool recompute_up) {
   const double a_local = x.local_heads, rq = m.q_lora_rank, rkv = m.kv_lora_rank;
   const double rope = m.qk_rope_head_dim;
   double first = 0, first_bwd = 0;
   if (rq > 0) {
-    first += bb.gemm("q down (latent)", x.T, rq, x.h, 1, false, Producer::norm);
+    first += bb.gemm("q down (latent)", x.T, rq, x.h);
     first_bwd += bb.last_dgrad_s();
     bb.elementwise("q latent norm", x.T * rq, 2, 5, 3);
-    bb.gemm("q up", x.T, a_local * x.head_dim, rq, 1, recompute_up);
+    bb.gemm("q up", x.T, a_local * x.head_dim, rq, 1, recompute_up, Producer::norm);
   } else {
-    first += bb.gemm("q", x.T, a_local * x.head_dim, x.h, 1, false, Producer::norm);
+    first += bb.gemm("q", x.T, a_local * x.head_dim, x.h);
     first_bwd += bb.last_dgrad_s();
   }
-  first += bb.gemm("kv down (latent + rotary key)", x.T, rkv + rope, x.h, 1, false, Producer::norm);
+  first += bb.gemm("kv down (latent + rotary key)", x.T, rkv + rope, x.h);
   first_bwd += bb.last_dgrad_s();
   bb.elementwise("kv latent norm", x.T * rkv, 2, 5, 3);
-  bb.gemm("kv up", x.T, a_local * (m.kv_channels() + x.v_dim), rkv, 1, recompute_up);
+  bb.gemm("kv up", x.T, a_local * (m.kv_channels() + x.v_dim), rkv, 1, recompute_up,
+          Producer::norm);
   bb.elementwise("rotary", x.T * (a_local + 1) * rope, 2, 6, 2, recompute_up);
   return {first, first_bwd};
 }
