@@ -36,12 +36,14 @@ double ModelSpec::total_params() const {
          moe_layers() * moe_mlp_params() + embedding_params();
 }
 
+double ModelSpec::active_moe_mlp_params() const {
+  return (top_k + shared_experts) * expert_params() + static_cast<double>(hidden) * experts;
+}
+
 double ModelSpec::active_params() const {
   const int dense_layers = layers - moe_layers();
-  const double moe_active =
-      (top_k + shared_experts) * expert_params() + static_cast<double>(hidden) * experts;
   return layers * attention_params() + dense_layers * dense_mlp_params() +
-         moe_layers() * moe_active + embedding_params();
+         moe_layers() * active_moe_mlp_params() + embedding_params();
 }
 
 double ModelSpec::attention_score_flops(double sequences) const {
@@ -57,11 +59,8 @@ double ModelSpec::forward_flops(double sequences) const {
   const double matmul_params = active_params() - static_cast<double>(vocab) * hidden;
   // Each multi-token-prediction module: one layer like the last, its 2h x h projection and
   // the output layer again.
-  const bool last_moe = moe() && layers % moe_layer_every == 0;
   const double mtp_layer =
-      attention_params() +
-      (last_moe ? (top_k + shared_experts) * expert_params() + static_cast<double>(hidden) * experts
-                : dense_mlp_params());
+      attention_params() + (moe_layer(layers - 1) ? active_moe_mlp_params() : dense_mlp_params());
   const double mtp_params =
       mtp_layers * (mtp_layer + 2.0 * hidden * hidden + static_cast<double>(vocab) * hidden);
   const double mtp_scores = layers > 0 ? mtp_layers * attention_score_flops(sequences) / layers : 0;

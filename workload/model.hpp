@@ -75,6 +75,10 @@ struct ModelSpec {
   [[nodiscard]] bool has_window() const { return sliding_window > 0 && sliding_window < seq_len; }
   [[nodiscard]] int mlp_matrices() const { return mlp == "gelu" ? 2 : 3; }
   [[nodiscard]] int moe_layers() const { return moe() ? layers / moe_layer_every : 0; }
+  /// Whether layer `layer` (0-based) has an MoE MLP: every moe_layer_every-th, the last included.
+  [[nodiscard]] bool moe_layer(int layer) const {
+    return moe() && (layer + 1) % moe_layer_every == 0;
+  }
   /// Width of one attention head (Megatron's kv_channels).
   [[nodiscard]] int kv_channels() const { return head_dim > 0 ? head_dim : hidden / heads; }
   [[nodiscard]] int q_width() const { return kv_channels() * heads; }
@@ -90,6 +94,8 @@ struct ModelSpec {
   [[nodiscard]] double dense_mlp_params() const;
   [[nodiscard]] double expert_params() const;
   [[nodiscard]] double moe_mlp_params() const;
+  /// Parameters of one MoE layer's MLP that a token touches (top_k routed + shared + router).
+  [[nodiscard]] double active_moe_mlp_params() const;
   [[nodiscard]] double embedding_params() const { return 2.0 * vocab * hidden; }
   [[nodiscard]] double total_params() const;
   /// Parameters a token touches (MoE: top_k routed + shared experts).

@@ -10,9 +10,10 @@
 namespace twin::workload {
 namespace {
 
-/// How Transformer Engine's communication-overlapped GEMMs (userbuffers, Megatron-Core's
-/// tp_comm_overlap with sequence parallelism) run a layer's GEMM: chunks along M and SMs kept
-/// for the communication kernels, per pass. Default: one launch on every SM.
+/// How Transformer Engine splits a layer's GEMM: its communication-overlapped GEMMs
+/// (userbuffers, Megatron-Core's tp_comm_overlap with sequence parallelism) run in chunks along
+/// M on the SMs the communication kernels leave, per pass, and in FP8 its inputs are quantized
+/// in parts. Default: one launch on every SM, one tensor quantized whole.
 struct GemmSplit {
   int forward_chunks = 1, dgrad_chunks = 1;
   double forward_reserved = 0, dgrad_reserved = 0, wgrad_reserved = 0;
@@ -20,6 +21,8 @@ struct GemmSplit {
   /// with sequence parallelism a column-parallel GEMM's input and a row-parallel GEMM's output
   /// gradient are quantized on this rank's 1 / tp of the tokens and all-gathered in FP8.
   double input_rows = 1, grad_rows = 1;
+  /// Tensors with their own FP8 scale (a grouped GEMM's experts), each quantized on its own.
+  int tensors = 1;
 };
 
 /// What writes a GEMM's input: a fused norm, which emits the FP8 copy itself under delayed
@@ -64,10 +67,7 @@ class BlockBuilder {
   /// Engine's GroupedLinear): in FP8 each expert's input and output gradient is a tensor with
   /// its own scale.
   double grouped_gemm(const std::string& name, double m, double n, double k, int experts) {
-    tensors_ = experts;
-    const double t = gemm(name, m, n, k, experts);
-    tensors_ = 1;
-    return t;
+    return gemm(name, m, n, k, experts, false, Producer::none, false, {.tensors = experts});
   }
   /// A GEMM of two activations (the attention scores and their product with the values): as
   /// gemm() without weights to cast.
@@ -76,12 +76,12 @@ class BlockBuilder {
                          const GemmSplit& split = {}) {
     const bool fp8 = c_.fp8() && !bf16;
     if (fp8 && !(input == Producer::norm && fused_ && !current_scaling_))
-      for (Kernel& q : quantize(name + " input", m * split.input_rows * k * batch)) {
+      for (Kernel& q : quantize(name + " input", m * split.input_rows * k * batch, split.tensors)) {
         if (recompute) block.recompute.push_back(q);
         block.forward.push_back(std::move(q));
       }
     if (fp8)
-      for (Kernel& q : quantize(name + " grad", m * split.grad_rows * n * batch))
+      for (Kernel& q : quantize(name + " grad", m * split.grad_rows * n * batch, split.tensors))
         block.backward.push_back(std::move(q));
     auto launch = [&](const std::string& label, double gm, double gn, double gk, int chunks,
                       double reserved) {
@@ -100,18 +100,18 @@ class BlockBuilder {
     return fwd;
   }
   /// Quantizes `elements` 16-bit values to FP8 with a transposed copy for the other GEMM that
-  /// reads them (read 2, write 1 + 1 bytes an element), as tensors_ tensors of equal size.
+  /// reads them (read 2, write 1 + 1 bytes an element), as `tensors` tensors of equal size.
   /// Delayed scaling: one cast-transpose kernel (one multi-tensor kernel for a group), the scale
   /// known from earlier steps. Current scaling (Transformer Engine's Float8CurrentScaling), per
   /// tensor: an amax pass over the input (read 2 bytes an element), a one-thread kernel turning
   /// it into the scale, then the cast-transpose. Transformer Engine runs a norm unfused and
   /// quantizes its output this way, and its multi-tensor cast is for delayed scaling only, so
   /// each expert's tensor pays the chain's start-ups.
-  std::vector<Kernel> quantize(const std::string& name, double elements) const {
+  std::vector<Kernel> quantize(const std::string& name, double elements, int tensors) const {
     if (!current_scaling_) return {c_.memory(name + " fp8 cast-transpose", 4.0 * elements)};
-    return {c_.memory(name + " amax", 2.0 * elements, tensors_),
-            c_.memory(name + " fp8 scale", 0.0, tensors_),
-            c_.memory(name + " fp8 cast-transpose", 4.0 * elements, tensors_)};
+    return {c_.memory(name + " amax", 2.0 * elements, tensors),
+            c_.memory(name + " fp8 scale", 0.0, tensors),
+            c_.memory(name + " fp8 cast-transpose", 4.0 * elements, tensors)};
   }
   [[nodiscard]] double last_dgrad_s() const { return last_dgrad_s_; }
 
@@ -162,7 +162,6 @@ class BlockBuilder {
 
  private:
   double last_dgrad_s_ = 0;
-  int tensors_ = 1;  ///< tensors with their own FP8 scale in the GEMM being built
 };
 
 double sum_time(const std::vector<Kernel>& ks, bool tensor_only = false) {
@@ -457,9 +456,9 @@ LayerParams mtp_module(BlockBuilder& bb, const Shape& x, const ModelSpec& model,
   bb.elementwise("MTP hidden norm", x.Tsp * x.h, 2, 5, 3);
   bb.elementwise("MTP embedding norm", x.Tsp * x.h, 2, 5, 3);
   bb.gemm("MTP projection", x.T, x.h / x.tp, 2 * x.h);
-  const bool moe = model.moe() && model.layers % model.moe_layer_every == 0;
-  LayerParams params = transformer_layer(
-      bb, x, model, layout, p, t, moe, model.windowed(model.layers - 1) ? model.sliding_window : 0);
+  const int last = model.layers - 1;
+  LayerParams params = transformer_layer(bb, x, model, layout, p, t, model.moe_layer(last),
+                                         model.windowed(last) ? model.sliding_window : 0);
   output_layer(bb, x, model, t);
   params.shared += 2.0 * x.h * x.h / x.tp;
   return params;
@@ -526,7 +525,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
   const int recomputed = p.recomputed_layers(c.layers);
   int count_of[2][2] = {}, again_of[2][2] = {};
   for (int l = c.first_layer; l < c.first_layer + c.layers; ++l) {
-    const int is_moe = model.moe() && (l + 1) % model.moe_layer_every == 0 ? 1 : 0;
+    const int is_moe = model.moe_layer(l) ? 1 : 0;
     const int windowed = model.windowed(l) ? 1 : 0;
     ++count_of[is_moe][windowed];
     if (l < c.first_layer + recomputed) ++again_of[is_moe][windowed];
