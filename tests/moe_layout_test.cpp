@@ -10,6 +10,7 @@
 
 #include "calibrate/profile.hpp"
 #include "core/error.hpp"
+#include "program_helpers.hpp"
 #include "test_helpers.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
@@ -108,14 +109,10 @@ TEST(ExpertLayout, TokensAreSortedByLocalExpertWhenARankHoldsSeveral) {
   // rank there is nothing to sort.
   TrainingSpec t;
   t.global_batch = 8;
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "bf16");
+  const KernelCoster& c = test::h100_bf16();
   auto kernels = [&](const ModelSpec& m, bool forward) {
     const Layout l = make_layout(m, folded(1), t, 8);
-    std::map<std::string, Kernel> out;
-    for (const auto& b : chunk_program(m, folded(1), t, l, c, 0, 0).blocks)
-      for (const auto& k : forward ? b.forward : b.backward) out[k.name] = k;
-    return out;
+    return test::kernels_by_name(chunk_program(m, folded(1), t, l, c, 0, 0), forward);
   };
   const double bytes = 2.0 * 8192 * 2048 * 2;
   auto forward = kernels(moe_model(), true);
@@ -139,15 +136,11 @@ TEST(ExpertLayout, CurrentScalingQuantizesEachExpertsTokensOnItsOwn) {
   TrainingSpec t;
   t.global_batch = 8;
   t.precision = "fp8";
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "fp8");
+  const KernelCoster& c = test::h100_fp8();
   const ModelSpec m = moe_model();
   auto forward = [&] {
     const Layout l = make_layout(m, folded(1), t, 8);
-    std::map<std::string, Kernel> out;
-    for (const auto& b : chunk_program(m, folded(1), t, l, c, 0, 0).blocks)
-      for (const auto& k : b.forward) out[k.name] = k;
-    return out;
+    return test::kernels_by_name(chunk_program(m, folded(1), t, l, c, 0, 0));
   };
   const double elements = 8192.0 * 2048;
   const double rate = c.memory_kernel_Bps();

@@ -1,9 +1,14 @@
 #pragma once
 // Helpers shared by the kernel-cost and step-program test suites.
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "calibrate/profile.hpp"
 #include "workload/kernel_cost.hpp"
 #include "workload/parallelism.hpp"
+#include "workload/step_program.hpp"
 
 namespace twin::test {
 
@@ -28,6 +33,30 @@ inline const workload::KernelCoster& h100_bf16() {
   static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
   static const workload::KernelCoster coster(h100, "bf16");
   return coster;
+}
+
+/// H100 FP8 kernel costs (Transformer Engine's recipe).
+inline const workload::KernelCoster& h100_fp8() {
+  static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  static const workload::KernelCoster coster(h100, "fp8");
+  return coster;
+}
+
+/// `kernels` by name (a later kernel of the same name replaces an earlier one).
+inline std::map<std::string, workload::Kernel> by_name(
+    const std::vector<workload::Kernel>& kernels) {
+  std::map<std::string, workload::Kernel> out;
+  for (const auto& k : kernels) out[k.name] = k;
+  return out;
+}
+
+/// The forward (or backward) kernels of every block of `prog` by name.
+inline std::map<std::string, workload::Kernel> kernels_by_name(const workload::ChunkProgram& prog,
+                                                               bool forward = true) {
+  std::map<std::string, workload::Kernel> out;
+  for (const auto& b : prog.blocks)
+    for (const auto& k : forward ? b.forward : b.backward) out[k.name] = k;
+  return out;
 }
 
 }  // namespace twin::test

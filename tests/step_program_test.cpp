@@ -22,8 +22,10 @@
 namespace twin::workload {
 namespace {
 
+using test::by_name;
 using test::eight_sequences;
 using test::h100_bf16;
+using test::h100_fp8;
 using test::one_stage;
 
 ModelSpec small_model() {
@@ -211,8 +213,7 @@ TEST(StepProgram, EarlyStoppingRecomputeSkipsTheLastGemmAndTheResidualAdd) {
 
   // Transformer Engine's FP8 GEMMs save their operands after computing: fc2 is rerun, only the
   // residual add is not.
-  static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster fp8(h100, "fp8");
+  const KernelCoster& fp8 = h100_fp8();
   TrainingSpec f = eight_sequences();
   f.precision = "fp8";
   f.recompute_early_stop = true;
@@ -292,10 +293,8 @@ TEST(StepProgram, QkNormNormsEveryQueryAndKeyHead) {
   const double elements = 2048.0 * (4096 + 1024);
   EXPECT_DOUBLE_EQ(fwd[2].bytes, 4 * elements);
   EXPECT_DOUBLE_EQ(fwd[2].time_s, c.launch_s() + 4 * elements / c.memory_kernel_Bps());
-  double bwd = 0;
-  for (const auto& k : block_kernels(prog, "dense layer", false))
-    if (k.name == "q/k norm bwd") bwd = k.bytes;
-  EXPECT_DOUBLE_EQ(bwd, 8 * elements);
+  EXPECT_DOUBLE_EQ(by_name(block_kernels(prog, "dense layer", false))["q/k norm bwd"].bytes,
+                   8 * elements);
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, t) - before, 2048.0 * 2 * (32 + 8) * 128);
 }
 
@@ -319,11 +318,7 @@ TEST(StepProgram, MtpModuleRunsOneMoreLayerAndLossOnTheLastStage) {
     for (const auto& name : names(block_kernels(plain, label))) expected.push_back(name);
   EXPECT_EQ(names(mtp.forward), expected);
   const double T = 2048, h = 4096;
-  for (const auto& k : mtp.forward) {
-    if (k.name == "MTP projection") {
-      EXPECT_DOUBLE_EQ(k.flops, 2 * T * h * 2 * h);
-    }
-  }
+  EXPECT_DOUBLE_EQ(by_name(mtp.forward)["MTP projection"].flops, 2 * T * h * 2 * h);
   // Its parameters: the layer's and the projection's (embedding and output layer shared).
   EXPECT_DOUBLE_EQ(prog.params - plain.params,
                    m.attention_params() + m.dense_mlp_params() + 2 * h * h);
@@ -356,18 +351,13 @@ TEST(StepProgram, CurrentScalingQuantizesAfterAnAmaxPassAndAScaleKernel) {
   // scale kernel (start-up only) and the cast; the norm no longer writes FP8. The activation
   // (Megatron-Core's fused bias-SwiGLU) writes 16 bits either way: fc2's input is cast.
   const ModelSpec m = small_model();
-  static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster c(h100, "fp8");
+  const KernelCoster& c = h100_fp8();
   TrainingSpec t = eight_sequences();
   t.precision = "fp8";
   const double T = 2048, h = 4096;
   auto kernels = [&](const ParallelismSpec& p, bool forward) {
     const Layout layout = make_layout(m, p, t, 8);
-    std::map<std::string, Kernel> out;
-    for (const auto& k :
-         block_kernels(chunk_program(m, p, t, layout, c, 0, 0), "dense layer", forward))
-      out[k.name] = k;
-    return out;
+    return by_name(block_kernels(chunk_program(m, p, t, layout, c, 0, 0), "dense layer", forward));
   };
   auto delayed = kernels(one_stage(1), true);
   EXPECT_FALSE(delayed.count("qkv input fp8 cast-transpose"));
@@ -410,8 +400,7 @@ TEST(StepProgram, TpOverlapRunsTheGemmsBesideItsTransfersInChunks) {
         for (const auto& k : *list) out[k.name] = k.shape;
     return out;
   };
-  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster fp8(h100, "fp8");
+  const KernelCoster& fp8 = h100_fp8();
   auto bf16 = shapes(h100_bf16());
   EXPECT_EQ(bf16["qkv"], "4 x 512x1536x4096");
   EXPECT_EQ(bf16["fc1"], "4 x 512x7168x4096");
@@ -642,8 +631,7 @@ TEST(Mla, DownProjectionsCastTheirInputAndLatentNormsFeedTheUpProjections) {
   const ParallelismSpec p = one_stage(2);
   TrainingSpec t = eight_sequences();
   t.precision = "fp8";
-  static const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
-  const KernelCoster fp8(h100, "fp8");
+  const KernelCoster& fp8 = h100_fp8();
   std::vector<std::string> forward;
   for (const auto& b : chunk_program(m, p, t, make_layout(m, p, t, 8), fp8, 0, 0).blocks)
     for (const auto& name : names(b.forward)) forward.push_back(name);
