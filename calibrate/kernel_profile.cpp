@@ -112,6 +112,8 @@ KernelProfile parse_kernel_profile(const std::string& json_text, const std::stri
     k.flash_attention_2 = read_attention(ObjectReader(*fa, "kernels.flash_attention_2", source));
   if (const json* fa = r.find("flash_attention_1"))
     k.flash_attention_1 = read_attention(ObjectReader(*fa, "kernels.flash_attention_1", source));
+  if (const json* fa = r.find("cudnn_attention"))
+    k.cudnn_attention = read_attention(ObjectReader(*fa, "kernels.cudnn_attention", source));
   r.finish();
   if (k.nccl_channels.value >= k.sm_count.value)
     throw r.error("nccl_channels", "must be fewer than kernels.sm_count");
@@ -136,7 +138,8 @@ std::string kernel_profile_json(const KernelProfile& k) {
   j["nccl_hbm_bytes_per_byte"] = figure_json(k.nccl_hbm_bytes_per_byte);
   for (auto [key, table] : {std::pair{"flash_attention", &k.flash_attention},
                             std::pair{"flash_attention_2", &k.flash_attention_2},
-                            std::pair{"flash_attention_1", &k.flash_attention_1}}) {
+                            std::pair{"flash_attention_1", &k.flash_attention_1},
+                            std::pair{"cudnn_attention", &k.cudnn_attention}}) {
     if (!*table) continue;
     const auto& t = **table;
     j[key] = {{"implementation", t.implementation}, {"source", t.source},

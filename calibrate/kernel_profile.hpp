@@ -27,7 +27,9 @@
 ///                         reads/writes the reduction or receive buffer)
 ///   flash_attention_2     the same for FlashAttention-2 (`training.attention: flash2`: stacks
 ///                         of 2023-24 such as PyTorch SDPA), flash_attention_1 for FlashAttention
-///                         1 (`flash1`: early 2023 stacks)
+///                         1 (`flash1`: early 2023 stacks), cudnn_attention for cuDNN's fused
+///                         attention (`cudnn`: Transformer Engine's FusedAttention, which it
+///                         prefers to FlashAttention on Hopper and later GPUs)
 ///   flash_attention       causal attention forward and backward TFLOP/s by head dimension and
 ///                         sequence length (FLOPs counted as the kernels' authors count them:
 ///                         forward 4 s^2 d per head and sequence, halved by the causal mask;
@@ -70,6 +72,7 @@ struct KernelProfile {
   std::optional<AttentionTable> flash_attention;    ///< the GPU's current flash kernels
   std::optional<AttentionTable> flash_attention_2;  ///< FlashAttention-2 (2023-24 stacks)
   std::optional<AttentionTable> flash_attention_1;  ///< FlashAttention 1 (early 2023 stacks)
+  std::optional<AttentionTable> cudnn_attention;    ///< cuDNN fused attention (TE on Hopper+)
 };
 
 namespace detail {

@@ -251,6 +251,29 @@ TEST(Software, OlderFlashAttentionKernelsAreSlower) {
             "training.attention");
 }
 
+TEST(Software, CudnnFusedAttentionHasItsOwnMeasuredRates) {
+  // Transformer Engine's FusedAttention on H100, causal, d 128 at 4K: forward 518 TFLOP/s (the
+  // cuDNN bar of the FlashAttention-3 forward figure); backward the profile's FA-3 causal
+  // backward (498) times cuDNN / FA-3 in the non-causal backward figure (499 / 542), stored
+  // rounded to 0.1 TFLOP/s.
+  const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
+  const KernelCoster cudnn(h100, "bf16", "cudnn"), fa3(h100, "bf16", "flash");
+  const double pairs = 32 * 4096.0 * 4096 / 2;  // 32 heads, the causal half of the square
+  const double fwd_flops = 4.0 * pairs * 128;
+  EXPECT_NEAR(cudnn.flash_attention("a", true, 32, 4096, 4096, 128, true, 4096).time_s,
+              2.5e-6 + fwd_flops / 518e12, 1e-12);
+  EXPECT_NEAR(cudnn.flash_attention("a", false, 32, 4096, 4096, 128, true, 4096).time_s,
+              2.5e-6 + 2.5 * fwd_flops / (498.0 * 499 / 542 * 1e12), 1e-7);
+  // Slower than FlashAttention-3 in both directions at this shape.
+  EXPECT_GT(cudnn.flash_attention("a", true, 32, 4096, 4096, 128, true, 4096).time_s,
+            fa3.flash_attention("a", true, 32, 4096, 4096, 128, true, 4096).time_s);
+  // A100's profile has no cuDNN measurements: the scenario field is named, not a default used.
+  const calibrate::Profile a100 = calibrate::load_profile("a100-sxm-80gb");
+  const core::Error e = test::error_of([&] { KernelCoster(a100, "bf16", "cudnn"); });
+  EXPECT_EQ(e.field(), "training.attention");
+  EXPECT_NE(std::string(e.what()).find("kernels.cudnn_attention"), std::string::npos);
+}
+
 TEST(Fp8, OutputLayerStaysInBf16) {
   const calibrate::Profile h100 = calibrate::load_profile("h100-sxm");
   const KernelCoster fp8(h100, "fp8"), bf16(h100, "bf16");

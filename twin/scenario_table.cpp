@@ -338,11 +338,14 @@ void training(std::vector<Entry>& t) {
                     "DelayedScaling, Megatron-Core's default) or tensorwise (Float8CurrentScaling: "
                     "an amax pass and a scale kernel before every cast, per tensor)"));
   t.push_back(plain("training.attention", tr(&TrainingSpec::attention), "",
-                    one_of({"flash", "flash2", "flash1", "unfused"},
+                    one_of({"flash", "flash2", "flash1", "cudnn", "unfused"},
                            "flash: the GPU's current flash kernels, flash2: FlashAttention-2, "
-                           "flash1: FlashAttention 1, unfused: scores in HBM"),
+                           "flash1: FlashAttention 1, cudnn: cuDNN's fused attention "
+                           "(Transformer Engine's choice on Hopper), unfused: scores in HBM"),
                     "Attention kernels: the GPU's current flash kernels, FlashAttention-2, "
-                    "FlashAttention 1, or unfused (s^2 scores in HBM)"));
+                    "FlashAttention 1, cuDNN's fused attention (Transformer Engine's "
+                    "FusedAttention, which it prefers to FlashAttention on Hopper and later), "
+                    "or unfused (s^2 scores in HBM)"));
   t.push_back(plain("training.fused_kernels", tr(&TrainingSpec::fused_kernels), "", kAny,
                     "Fused element-wise kernels (norms, activations, rotary, bias+dropout+add)"));
   t.push_back(plain("training.cross_entropy", tr(&TrainingSpec::cross_entropy), "",

@@ -66,6 +66,7 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
   launch_s_ = k.launch_overhead_us.value * 1e-6;
   const auto& table = attention == "flash2"   ? k.flash_attention_2
                       : attention == "flash1" ? k.flash_attention_1
+                      : attention == "cudnn"  ? k.cudnn_attention
                                               : k.flash_attention;
   if (table) flash_ = &*table;
   if (attention != "unfused" && flash_ == nullptr)
@@ -75,6 +76,7 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
                                   profile.name,
                                   attention == "flash2"   ? "flash_attention_2"
                                   : attention == "flash1" ? "flash_attention_1"
+                                  : attention == "cudnn"  ? "cudnn_attention"
                                                           : "flash_attention"));
 }
 

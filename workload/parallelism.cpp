@@ -319,10 +319,11 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   if (t.precision != "bf16" && t.precision != "fp16" && t.precision != "fp8")
     throw core::Error("training.precision", t.precision, "must be bf16, fp16 or fp8");
   if (t.attention != "flash" && t.attention != "flash2" && t.attention != "flash1" &&
-      t.attention != "unfused")
+      t.attention != "cudnn" && t.attention != "unfused")
     throw core::Error("training.attention", t.attention,
                       "must be flash (the GPU's current flash kernels), flash2 "
-                      "(FlashAttention-2), flash1 (FlashAttention 1) or unfused");
+                      "(FlashAttention-2), flash1 (FlashAttention 1), cudnn (cuDNN's fused "
+                      "attention) or unfused");
   if (t.cross_entropy != "auto" && t.cross_entropy != "fused" && t.cross_entropy != "unfused")
     throw core::Error("training.cross_entropy", t.cross_entropy,
                       "must be auto, fused (one pass over the logits) or unfused (fp32 op by op)");
