@@ -82,6 +82,25 @@ double AttentionTable::tflops(bool forward, double head_dim, double seq_len) con
   return (1 - wi) * lo + wi * hi;
 }
 
+const std::vector<AttentionKernel>& attention_kernels() {
+  static const std::vector<AttentionKernel> kinds = {
+      {"flash", "flash_attention", "the GPU's current flash kernels",
+       &KernelProfile::flash_attention},
+      {"flash2", "flash_attention_2", "FlashAttention-2", &KernelProfile::flash_attention_2},
+      {"flash1", "flash_attention_1", "FlashAttention 1", &KernelProfile::flash_attention_1},
+      {"cudnn", "cudnn_attention",
+       "cuDNN's fused attention (Transformer Engine's choice on Hopper)",
+       &KernelProfile::cudnn_attention},
+  };
+  return kinds;
+}
+
+const AttentionKernel* find_attention_kernel(const std::string& name) {
+  for (const AttentionKernel& kind : attention_kernels())
+    if (name == kind.name) return &kind;
+  return nullptr;
+}
+
 namespace detail {
 
 KernelProfile parse_kernel_profile(const std::string& json_text, const std::string& source) {
@@ -106,14 +125,10 @@ KernelProfile parse_kernel_profile(const std::string& json_text, const std::stri
   k.launch_overhead_us = r.non_negative_figure("launch_overhead_us");
   k.nccl_channels = r.positive_figure("nccl_channels");
   k.nccl_hbm_bytes_per_byte = r.positive_figure("nccl_hbm_bytes_per_byte");
-  if (const json* fa = r.find("flash_attention"))
-    k.flash_attention = read_attention(ObjectReader(*fa, "kernels.flash_attention", source));
-  if (const json* fa = r.find("flash_attention_2"))
-    k.flash_attention_2 = read_attention(ObjectReader(*fa, "kernels.flash_attention_2", source));
-  if (const json* fa = r.find("flash_attention_1"))
-    k.flash_attention_1 = read_attention(ObjectReader(*fa, "kernels.flash_attention_1", source));
-  if (const json* fa = r.find("cudnn_attention"))
-    k.cudnn_attention = read_attention(ObjectReader(*fa, "kernels.cudnn_attention", source));
+  for (const AttentionKernel& kind : attention_kernels())
+    if (const json* fa = r.find(kind.field))
+      k.*kind.table =
+          read_attention(ObjectReader(*fa, std::string("kernels.") + kind.field, source));
   r.finish();
   if (k.nccl_channels.value >= k.sm_count.value)
     throw r.error("nccl_channels", "must be fewer than kernels.sm_count");
@@ -136,15 +151,13 @@ std::string kernel_profile_json(const KernelProfile& k) {
   j["launch_overhead_us"] = figure_json(k.launch_overhead_us);
   j["nccl_channels"] = figure_json(k.nccl_channels);
   j["nccl_hbm_bytes_per_byte"] = figure_json(k.nccl_hbm_bytes_per_byte);
-  for (auto [key, table] : {std::pair{"flash_attention", &k.flash_attention},
-                            std::pair{"flash_attention_2", &k.flash_attention_2},
-                            std::pair{"flash_attention_1", &k.flash_attention_1},
-                            std::pair{"cudnn_attention", &k.cudnn_attention}}) {
-    if (!*table) continue;
-    const auto& t = **table;
-    j[key] = {{"implementation", t.implementation}, {"source", t.source},
-              {"head_dims", t.head_dims},           {"seq_lens", t.seq_lens},
-              {"fwd_tflops", t.fwd_tflops},         {"bwd_tflops", t.bwd_tflops}};
+  for (const AttentionKernel& kind : attention_kernels()) {
+    const auto& table = k.*kind.table;
+    if (!table) continue;
+    const auto& t = *table;
+    j[kind.field] = {{"implementation", t.implementation}, {"source", t.source},
+                     {"head_dims", t.head_dims},           {"seq_lens", t.seq_lens},
+                     {"fwd_tflops", t.fwd_tflops},         {"bwd_tflops", t.bwd_tflops}};
   }
   return j.dump();
 }

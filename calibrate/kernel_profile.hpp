@@ -75,6 +75,19 @@ struct KernelProfile {
   std::optional<AttentionTable> cudnn_attention;    ///< cuDNN fused attention (TE on Hopper+)
 };
 
+/// A measured attention kernel a scenario can name (`training.attention`) and the profile table
+/// holding its rates. `unfused` attention has no table and is not among them.
+struct AttentionKernel {
+  const char* name;         ///< the training.attention value
+  const char* field;        ///< the table's key in the profile's kernels object
+  const char* description;  ///< what the kernel is, for the schema and errors
+  std::optional<AttentionTable> KernelProfile::*table;
+};
+/// Every measured attention kernel, the GPU's current flash kernels first.
+[[nodiscard]] const std::vector<AttentionKernel>& attention_kernels();
+/// The kernel called `name`, or nullptr.
+[[nodiscard]] const AttentionKernel* find_attention_kernel(const std::string& name);
+
 namespace detail {
 /// Parses the `kernels` object (`json_text` is its JSON); throws core::Error naming
 /// kernels.<field> and `source`.

@@ -272,6 +272,9 @@ TEST(Software, CudnnFusedAttentionHasItsOwnMeasuredRates) {
   const core::Error e = test::error_of([&] { KernelCoster(a100, "bf16", "cudnn"); });
   EXPECT_EQ(e.field(), "training.attention");
   EXPECT_NE(std::string(e.what()).find("kernels.cudnn_attention"), std::string::npos);
+  // A kind no profile table answers to is refused too, not costed with another kernel's rates.
+  EXPECT_EQ(test::error_of([&] { KernelCoster(h100, "bf16", "sparse"); }).field(),
+            "training.attention");
 }
 
 TEST(Fp8, OutputLayerStaysInBf16) {

@@ -3,6 +3,7 @@
 // and a test); the reader, writer, --set/--vary checks, the app's form and docs/scenarios.md
 // follow from it.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -337,11 +338,15 @@ void training(std::vector<Entry>& t) {
                     "FP8 scaling (with training.precision fp8): delayed (Transformer Engine's "
                     "DelayedScaling, Megatron-Core's default) or tensorwise (Float8CurrentScaling: "
                     "an amax pass and a scale kernel before every cast, per tensor)"));
+  std::vector<std::string> attention_kinds, attention_why;
+  for (const auto& kind : calibrate::attention_kernels()) {
+    attention_kinds.emplace_back(kind.name);
+    attention_why.push_back(fmt::format("{}: {}", kind.name, kind.description));
+  }
+  attention_kinds.emplace_back("unfused");
+  attention_why.emplace_back("unfused: scores in HBM");
   t.push_back(plain("training.attention", tr(&TrainingSpec::attention), "",
-                    one_of({"flash", "flash2", "flash1", "cudnn", "unfused"},
-                           "flash: the GPU's current flash kernels, flash2: FlashAttention-2, "
-                           "flash1: FlashAttention 1, cudnn: cuDNN's fused attention "
-                           "(Transformer Engine's choice on Hopper), unfused: scores in HBM"),
+                    one_of(attention_kinds, fmt::format("{}", fmt::join(attention_why, ", "))),
                     "Attention kernels: the GPU's current flash kernels, FlashAttention-2, "
                     "FlashAttention 1, cuDNN's fused attention (Transformer Engine's "
                     "FusedAttention, which it prefers to FlashAttention on Hopper and later), "

@@ -64,20 +64,22 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
   hbm_Bps_ = k.hbm_achievable_GBps.value * 1e9;
   memory_Bps_ = hbm_Bps_ * k.memory_bound_efficiency.value;
   launch_s_ = k.launch_overhead_us.value * 1e-6;
-  const auto& table = attention == "flash2"   ? k.flash_attention_2
-                      : attention == "flash1" ? k.flash_attention_1
-                      : attention == "cudnn"  ? k.cudnn_attention
-                                              : k.flash_attention;
-  if (table) flash_ = &*table;
-  if (attention != "unfused" && flash_ == nullptr)
+  if (attention == "unfused") return;
+  const calibrate::AttentionKernel* kind = calibrate::find_attention_kernel(attention);
+  if (kind == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& known : calibrate::attention_kernels()) names.emplace_back(known.name);
+    names.emplace_back("unfused");
+    throw core::Error("training.attention", attention,
+                      fmt::format("unknown attention kernel; one of {}", core::quoted_list(names)));
+  }
+  const auto& table = k.*kind->table;
+  if (!table)
     throw core::Error("training.attention", attention,
                       fmt::format("profile '{}' has no measurements for this attention kernel "
                                   "(kernels.{}); use training.attention: unfused",
-                                  profile.name,
-                                  attention == "flash2"   ? "flash_attention_2"
-                                  : attention == "flash1" ? "flash_attention_1"
-                                  : attention == "cudnn"  ? "cudnn_attention"
-                                                          : "flash_attention"));
+                                  profile.name, kind->field));
+  flash_ = &*table;
 }
 
 Kernel KernelCoster::finish(Kernel k, double compute_s, double memory_s) const {

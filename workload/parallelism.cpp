@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "calibrate/kernel_profile.hpp"
 #include "core/error.hpp"
 
 namespace twin::workload {
@@ -318,12 +319,13 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                       "interleaved 1F1B needs the micro-batch count to be a multiple of pp");
   if (t.precision != "bf16" && t.precision != "fp16" && t.precision != "fp8")
     throw core::Error("training.precision", t.precision, "must be bf16, fp16 or fp8");
-  if (t.attention != "flash" && t.attention != "flash2" && t.attention != "flash1" &&
-      t.attention != "cudnn" && t.attention != "unfused")
+  if (t.attention != "unfused" && calibrate::find_attention_kernel(t.attention) == nullptr) {
+    std::vector<std::string> kinds;
+    for (const auto& kind : calibrate::attention_kernels())
+      kinds.push_back(fmt::format("{} ({})", kind.name, kind.description));
     throw core::Error("training.attention", t.attention,
-                      "must be flash (the GPU's current flash kernels), flash2 "
-                      "(FlashAttention-2), flash1 (FlashAttention 1), cudnn (cuDNN's fused "
-                      "attention) or unfused");
+                      fmt::format("must be {} or unfused", fmt::join(kinds, ", ")));
+  }
   if (t.cross_entropy != "auto" && t.cross_entropy != "fused" && t.cross_entropy != "unfused")
     throw core::Error("training.cross_entropy", t.cross_entropy,
                       "must be auto, fused (one pass over the logits) or unfused (fp32 op by op)");
