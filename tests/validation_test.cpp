@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include "calibrate/profile.hpp"
@@ -37,6 +38,7 @@ std::string tiny_run(const std::string& name, const std::string& family, const s
          "4096, vocab: 32768, seq_len: 2048, mlp: gelu}\n"
          "parallelism: {tp: 1, pp: 1, dp: 8, zero: 1, micro_batch: 1}\n"
          "training: {global_batch: 16, tokens: 1.0e9, precision: bf16}\n"
+         "recovery: {hot_spares: 0}\n"  // a one-node job has no room for the default spares
          "validation:\n"
          "  family: " +
          family +
@@ -144,6 +146,29 @@ TEST(Validation, MetricsAreTheStepFiguresAndTheFlopsClosedForm) {
               1e-12);
   EXPECT_EQ(error_of([&] { metric_value("flops", s, r); }).field(), "validation.metric");
   for (const auto& m : validation_metrics()) EXPECT_NO_THROW(metric_value(m, s, r)) << m;
+}
+
+// Expectation: a wall-clock time to train is the steps' time when nothing interrupts them and no
+// checkpoint pauses them, and longer once failures and checkpoints count.
+TEST(Validation, WallClockDaysAddFailuresAndCheckpointsToTheSteps) {
+  const std::string base = tiny_run("a", "fsdp", "wall_clock_days", 1.0);
+  const std::string quiet =
+      std::regex_replace(base, std::regex("recovery: \\{hot_spares: 0\\}"),
+                         "recovery: {hot_spares: 0, checkpoint_write_s: 0}\n"
+                         "failures: {rate_multiplier: 0, straggler_rate_per_node_day: 0}");
+  const Scenario calm = parse_scenario(quiet, "calm.yaml");
+  const StepReport r = simulate_step(calm);
+  EXPECT_NEAR(metric_value("wall_clock_days", calm, r), r.time_to_train_days,
+              1e-9 * r.time_to_train_days);
+  // A 10-trillion-token run (weeks on this node) with the default failure and recovery models:
+  // at least its Young/Daly checkpoints pause it.
+  const Scenario real = parse_scenario(
+      std::regex_replace(base, std::regex("tokens: 1.0e9"), "tokens: 1.0e13"), "real.yaml");
+  const StepReport rr = simulate_step(real);
+  const double wall = metric_value("wall_clock_days", real, rr);
+  EXPECT_GT(wall, rr.time_to_train_days);
+  EXPECT_LT(wall, 1.5 * rr.time_to_train_days);
+  EXPECT_DOUBLE_EQ(wall, metric_value("wall_clock_days", real, rr));  // seeded
 }
 
 // Expectation: published at twice the simulated step time is an error of -50 %; published at

@@ -34,8 +34,9 @@ const std::vector<std::string>& validation_families() {
 }
 
 const std::vector<std::string>& validation_metrics() {
-  static const std::vector<std::string> metrics = {"tflops_per_gpu", "tokens_per_s_per_gpu",
-                                                   "step_time_s", "mfu", "time_to_train_days"};
+  static const std::vector<std::string> metrics = {"tflops_per_gpu",     "tokens_per_s_per_gpu",
+                                                   "step_time_s",        "mfu",
+                                                   "time_to_train_days", "wall_clock_days"};
   return metrics;
 }
 

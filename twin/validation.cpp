@@ -1,6 +1,7 @@
 #include "twin/validation.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,11 +13,14 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stats.hpp"
+#include "twin/campaign.hpp"
+#include "twin/cluster.hpp"
 
 namespace twin::sim {
 
 double speed_error_pct(const ValidationRun& run) {
-  const bool time = run.metric == "step_time_s" || run.metric == "time_to_train_days";
+  const bool time = run.metric == "step_time_s" || run.metric == "time_to_train_days" ||
+                    run.metric == "wall_clock_days";
   return time ? 100.0 * (run.published / run.simulated - 1.0) : run.error_pct;
 }
 
@@ -208,9 +212,15 @@ double metric_value(const std::string& metric, const Scenario& scenario, const S
   if (metric == "step_time_s") return r.step_time_s;
   if (metric == "mfu") return r.mfu;
   if (metric == "time_to_train_days") return r.time_to_train_days;
+  if (metric == "wall_clock_days") {
+    CampaignOptions o;
+    o.trials = kWallClockTrials;
+    o.seed = 1;
+    o.threads = 1;  // validation runs its cases in parallel already
+    return run_campaign(Cluster(scenario), o, &r).days.p50;
+  }
   throw core::Error("validation.metric", metric,
-                    "unknown; valid: tflops_per_gpu, tokens_per_s_per_gpu, step_time_s, mfu, "
-                    "time_to_train_days",
+                    fmt::format("unknown; valid: {}", fmt::join(validation_metrics(), ", ")),
                     scenario.source);
 }
 

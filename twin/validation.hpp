@@ -18,6 +18,11 @@
 ///                         Megatron report FP8 runs; FP16's peak is the same)
 ///   time_to_train_days    training.tokens / tokens per step x step time / 86,400 (steps only:
 ///                         no failures, restarts or evaluation)
+///   wall_clock_days       the same run as a published wall-clock time: the median over
+///                         kWallClockTrials trials of the scenario's failure campaign
+///                         (twin/campaign.hpp: its failure, straggler and recovery models, their
+///                         defaults from the reliability data) around the simulated step, so
+///                         interruptions, checkpoints and restarts count; evaluation does not
 ///
 /// Leave-one-family-out (LOFO): parameters fitted on the published runs of every family but one
 /// are used to predict the held-out family; its errors are the out-of-sample errors. A `Fitter`
@@ -125,7 +130,11 @@ std::vector<std::string> validation_files(const std::string& directory);
 /// with its error.
 std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>& files);
 
-/// The metric's value in a simulated step; throws core::Error for an unknown metric.
+/// Trials of the failure campaign behind a wall_clock_days figure (seed 1: deterministic).
+inline constexpr int kWallClockTrials = 100;
+
+/// The metric's value in a simulated step (wall_clock_days runs the campaign around it); throws
+/// core::Error for an unknown metric.
 double metric_value(const std::string& metric, const Scenario& scenario, const StepReport& report);
 
 /// Runs every case with `model` (nullptr: simulate_step) on `threads` threads; rows in case order.
