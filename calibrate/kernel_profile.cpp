@@ -101,6 +101,11 @@ const AttentionKernel* find_attention_kernel(const std::string& name) {
   return nullptr;
 }
 
+const AttentionKernel* resolve_attention_kernel(const KernelProfile& k, const std::string& name) {
+  if (name == "auto") return find_attention_kernel(k.cudnn_attention ? "cudnn" : "flash");
+  return find_attention_kernel(name);
+}
+
 namespace detail {
 
 KernelProfile parse_kernel_profile(const std::string& json_text, const std::string& source) {

@@ -87,6 +87,11 @@ struct AttentionKernel {
 [[nodiscard]] const std::vector<AttentionKernel>& attention_kernels();
 /// The kernel called `name`, or nullptr.
 [[nodiscard]] const AttentionKernel* find_attention_kernel(const std::string& name);
+/// The kernel `name` runs on a GPU with these measurements: `auto` is Transformer Engine's choice
+/// (cuDNN's fused attention where the profile measures it, else the GPU's flash kernels); any
+/// other name is find_attention_kernel's. nullptr for an unknown name.
+[[nodiscard]] const AttentionKernel* resolve_attention_kernel(const KernelProfile& k,
+                                                              const std::string& name);
 
 namespace detail {
 /// Parses the `kernels` object (`json_text` is its JSON); throws core::Error naming

@@ -272,6 +272,13 @@ TEST(Software, CudnnFusedAttentionHasItsOwnMeasuredRates) {
   const core::Error e = test::error_of([&] { KernelCoster(a100, "bf16", "cudnn"); });
   EXPECT_EQ(e.field(), "training.attention");
   EXPECT_NE(std::string(e.what()).find("kernels.cudnn_attention"), std::string::npos);
+  // auto is what Transformer Engine runs: cuDNN where the profile measures it, else flash.
+  EXPECT_EQ(KernelCoster(h100, "bf16", "auto").attention_kernel(), "cudnn");
+  EXPECT_EQ(KernelCoster(a100, "bf16", "auto").attention_kernel(), "flash");
+  EXPECT_EQ(KernelCoster(h100, "bf16", "auto")
+                .flash_attention("a", true, 32, 4096, 4096, 128, true, 4096)
+                .time_s,
+            cudnn.flash_attention("a", true, 32, 4096, 4096, 128, true, 4096).time_s);
   // A kind no profile table answers to is refused too, not costed with another kernel's rates.
   EXPECT_EQ(test::error_of([&] { KernelCoster(h100, "bf16", "sparse"); }).field(),
             "training.attention");

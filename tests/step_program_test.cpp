@@ -712,8 +712,10 @@ TEST(SlidingWindow, WindowedLayersComputeTheirBandAtTheWindowsRate) {
   const double bh = 1.0 * 32, s = 2048, w = 512, d = 128;
   EXPECT_DOUBLE_EQ(whole.flops, 2.0 * bh * (s * s / 2) * 2 * d);
   EXPECT_DOUBLE_EQ(band.flops, 2.0 * bh * (s * w - w * w / 2) * 2 * d);
-  const double rate_w =
-      calibrate::load_profile("h100-sxm").kernels.flash_attention->tflops(true, 128, 512) * 1e12;
+  // The table of the kernel the coster runs (auto: cuDNN on H100).
+  const calibrate::KernelProfile kp = calibrate::load_profile("h100-sxm").kernels;
+  const auto& table = kp.*(calibrate::find_attention_kernel(c.attention_kernel())->table);
+  const double rate_w = table->tflops(true, 128, 512) * 1e12;
   EXPECT_NEAR(band.time_s,
               std::max(c.launch_s() + band.flops / rate_w, c.launch_s() + band.bytes / c.hbm_Bps()),
               1e-12);
@@ -821,9 +823,11 @@ TEST(BadInput, StageLayersCpAndAttentionNameTheField) {
             "parallelism.cp");
   EXPECT_EQ(field({"training.attention=sparse"}), "training.attention");
   EXPECT_EQ(field({"parallelism.virtual_stages=0"}), "parallelism.virtual_stages");
-  // A profile without flash-attention measurements cannot run flash attention.
+  // A profile without flash-attention measurements cannot run flash attention (auto falls back
+  // from cuDNN to flash, and finds neither).
   auto j = nlohmann::ordered_json::parse(calibrate::to_json(calibrate::load_profile("h100-sxm")));
   j["kernels"].erase("flash_attention");
+  j["kernels"].erase("cudnn_attention");
   const std::string path =
       (std::filesystem::temp_directory_path() / "clustertwin-no-flash.json").string();
   std::ofstream(path) << j.dump(2);

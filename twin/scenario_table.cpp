@@ -338,7 +338,9 @@ void training(std::vector<Entry>& t) {
                     "FP8 scaling (with training.precision fp8): delayed (Transformer Engine's "
                     "DelayedScaling, Megatron-Core's default) or tensorwise (Float8CurrentScaling: "
                     "an amax pass and a scale kernel before every cast, per tensor)"));
-  std::vector<std::string> attention_kinds, attention_why;
+  std::vector<std::string> attention_kinds{"auto"};
+  std::vector<std::string> attention_why{
+      "auto: Transformer Engine's choice, cudnn where the profile measures it, else flash"};
   for (const auto& kind : calibrate::attention_kernels()) {
     attention_kinds.emplace_back(kind.name);
     attention_why.push_back(fmt::format("{}: {}", kind.name, kind.description));
@@ -347,10 +349,11 @@ void training(std::vector<Entry>& t) {
   attention_why.emplace_back("unfused: scores in HBM");
   t.push_back(plain("training.attention", tr(&TrainingSpec::attention), "",
                     one_of(attention_kinds, fmt::format("{}", fmt::join(attention_why, ", "))),
-                    "Attention kernels: the GPU's current flash kernels, FlashAttention-2, "
-                    "FlashAttention 1, cuDNN's fused attention (Transformer Engine's "
-                    "FusedAttention, which it prefers to FlashAttention on Hopper and later), "
-                    "or unfused (s^2 scores in HBM)"));
+                    "Attention kernels: auto (what Transformer Engine runs: its FusedAttention, "
+                    "cuDNN, which it prefers to FlashAttention on Hopper and later, where the "
+                    "profile measures it, else the GPU's flash kernels), the GPU's current flash "
+                    "kernels, FlashAttention-2, FlashAttention 1, cuDNN's fused attention, or "
+                    "unfused (s^2 scores in HBM)"));
   t.push_back(plain("training.fused_kernels", tr(&TrainingSpec::fused_kernels), "", kAny,
                     "Fused element-wise kernels (norms, activations, rotary, bias+dropout+add)"));
   t.push_back(plain("training.cross_entropy", tr(&TrainingSpec::cross_entropy), "",

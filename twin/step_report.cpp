@@ -34,7 +34,8 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   out += fmt::format(
       "software     {} attention, {} kernels{}, TP overlap {}, grad-reduce overlap {}, "
       "param-gather overlap {}{}, {}\n",
-      t.attention, t.fused_kernels ? "fused" : "unfused",
+      t.attention == "auto" ? fmt::format("{} (auto)", r.attention) : t.attention,
+      t.fused_kernels ? "fused" : "unfused",
       t.fused_cross_entropy() == t.fused_kernels
           ? ""
           : fmt::format(" ({} cross-entropy)", t.fused_cross_entropy() ? "fused" : "unfused"),
@@ -87,6 +88,7 @@ std::string step_summary_json(const Scenario& s, const StepReport& r) {
   j["mfu_denominator"] = "bf16 dense peak";
   j["virtual_stages"] = r.virtual_stages;
   j["stage_layers"] = r.stage_layers;
+  j["attention"] = r.attention;
   j["hardware_overrides"] = s.hardware_overrides;
   nlohmann::ordered_json b = nlohmann::ordered_json::object();
   for (const auto& [name, seconds] : r.breakdown) b[name] = seconds;

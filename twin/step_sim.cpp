@@ -59,6 +59,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   StepReport r;
   r.program = workload::step_program(model, p, t, layout, coster);
   r.virtual_stages = layout.v;
+  r.attention = coster.attention_kernel();
   for (int st = 0; st < layout.pp; ++st) {
     int n = 0;
     for (int c = 0; c < layout.v; ++c) n += layout.layers(st, c);

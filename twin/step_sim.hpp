@@ -78,6 +78,7 @@ struct StepReport {
   workload::StepProgram program;                                 ///< the kernels that were run
   int virtual_stages = 1;                                        ///< used (resolves auto)
   std::vector<int> stage_layers;  ///< layers per stage used (resolves auto)
+  std::string attention;          ///< the attention kernel run (resolves auto)
 };
 
 /// Throws core::Error when the scenario has no job, the parallelism is impossible or the

@@ -64,10 +64,11 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
   hbm_Bps_ = k.hbm_achievable_GBps.value * 1e9;
   memory_Bps_ = hbm_Bps_ * k.memory_bound_efficiency.value;
   launch_s_ = k.launch_overhead_us.value * 1e-6;
+  attention_ = attention;
   if (attention == "unfused") return;
-  const calibrate::AttentionKernel* kind = calibrate::find_attention_kernel(attention);
+  const calibrate::AttentionKernel* kind = calibrate::resolve_attention_kernel(k, attention);
   if (kind == nullptr) {
-    std::vector<std::string> names;
+    std::vector<std::string> names{"auto"};
     for (const auto& known : calibrate::attention_kernels()) names.emplace_back(known.name);
     names.emplace_back("unfused");
     throw core::Error("training.attention", attention,
@@ -80,6 +81,7 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
                                   "(kernels.{}); use training.attention: unfused",
                                   profile.name, kind->field));
   flash_ = &*table;
+  attention_ = kind->name;
 }
 
 Kernel KernelCoster::finish(Kernel k, double compute_s, double memory_s) const {

@@ -79,11 +79,11 @@ struct Kernel {
 /// kernels section or no GEMM efficiency for the dtype.
 class KernelCoster {
  public:
-  /// `attention`: flash (the profile's current flash kernels), flash2 (FlashAttention-2) or
-  /// unfused; a flash kind the profile has no table for throws core::Error naming
-  /// training.attention.
+  /// `attention`: auto (Transformer Engine's choice: cudnn where the profile measures it, else
+  /// flash), one of calibrate::attention_kernels() or unfused; a kind the profile has no table
+  /// for, or an unknown one, throws core::Error naming training.attention.
   KernelCoster(const calibrate::Profile& profile, const std::string& dtype,
-               const std::string& attention = "flash");
+               const std::string& attention = "auto");
 
   /// (m x k) x (k x n), `batch` times; the operand dtype is the coster's.
   /// `bf16`: run in BF16 whatever the coster's dtype (FP8 recipes keep the output layer in BF16).
@@ -119,6 +119,8 @@ class KernelCoster {
   [[nodiscard]] double sm_count() const { return sms_; }
   [[nodiscard]] bool fp8() const { return operand_bytes_ == 1.0; }
   [[nodiscard]] bool has_flash() const { return flash_ != nullptr; }
+  /// The attention kernel the step runs: `auto` resolved (cudnn, flash, ...) or unfused.
+  [[nodiscard]] const std::string& attention_kernel() const { return attention_; }
   [[nodiscard]] const calibrate::Profile& profile() const { return profile_; }
 
  private:
@@ -130,6 +132,7 @@ class KernelCoster {
                                       double sms) const;
   const calibrate::Profile& profile_;
   const calibrate::AttentionTable* flash_ = nullptr;
+  std::string attention_;
   double peak16_ = 0, eff16_ = 0;  // BF16, for GEMMs an FP8 recipe keeps in BF16
   double peak_ = 0, eff_ = 0, sms_ = 0, tile_m_ = 0, tile_n_ = 0, k_half_ = 0;
   double operand_bytes_ = 2, hbm_Bps_ = 0, memory_Bps_ = 0, launch_s_ = 0;

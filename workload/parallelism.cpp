@@ -319,8 +319,9 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                       "interleaved 1F1B needs the micro-batch count to be a multiple of pp");
   if (t.precision != "bf16" && t.precision != "fp16" && t.precision != "fp8")
     throw core::Error("training.precision", t.precision, "must be bf16, fp16 or fp8");
-  if (t.attention != "unfused" && calibrate::find_attention_kernel(t.attention) == nullptr) {
-    std::vector<std::string> kinds;
+  if (t.attention != "auto" && t.attention != "unfused" &&
+      calibrate::find_attention_kernel(t.attention) == nullptr) {
+    std::vector<std::string> kinds{"auto (Transformer Engine's choice)"};
     for (const auto& kind : calibrate::attention_kernels())
       kinds.push_back(fmt::format("{} ({})", kind.name, kind.description));
     throw core::Error("training.attention", t.attention,

@@ -111,7 +111,7 @@ struct TrainingSpec {
   /// Software stack: flash or unfused attention, fused element-wise kernels, and Megatron-Core's
   /// overlap switches (TP communication with GEMMs, DP gradient reduce-scatter with backward,
   /// parameter all-gather with the next forward).
-  std::string attention = "flash";
+  std::string attention = "auto";
   bool fused_kernels = true;
   /// The loss over the vocabulary: "fused" (one pass over the bf16 logits that writes the
   /// gradient in place: Transformer Engine's parallel_cross_entropy, apex / flash-attn
