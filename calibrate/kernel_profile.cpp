@@ -101,6 +101,24 @@ const AttentionKernel* find_attention_kernel(const std::string& name) {
   return nullptr;
 }
 
+const std::vector<AttentionChoice>& attention_choices() {
+  static const std::vector<AttentionChoice> choices = [] {
+    std::vector<AttentionChoice> out{
+        {"auto", "Transformer Engine's choice, cudnn where the profile measures it, else flash"}};
+    for (const AttentionKernel& kind : attention_kernels())
+      out.push_back({kind.name, kind.description});
+    out.push_back({"unfused", "scores in HBM"});
+    return out;
+  }();
+  return choices;
+}
+
+bool is_attention_choice(const std::string& name) {
+  for (const AttentionChoice& c : attention_choices())
+    if (c.name == name) return true;
+  return false;
+}
+
 const AttentionKernel* resolve_attention_kernel(const KernelProfile& k, const std::string& name) {
   if (name == "auto") return find_attention_kernel(k.cudnn_attention ? "cudnn" : "flash");
   return find_attention_kernel(name);

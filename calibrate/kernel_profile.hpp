@@ -87,6 +87,14 @@ struct AttentionKernel {
 [[nodiscard]] const std::vector<AttentionKernel>& attention_kernels();
 /// The kernel called `name`, or nullptr.
 [[nodiscard]] const AttentionKernel* find_attention_kernel(const std::string& name);
+/// A value of `training.attention` and what it means.
+struct AttentionChoice {
+  std::string name, description;
+};
+/// Every value `training.attention` takes: auto, each measured kernel, unfused.
+[[nodiscard]] const std::vector<AttentionChoice>& attention_choices();
+/// Whether `name` is one of attention_choices().
+[[nodiscard]] bool is_attention_choice(const std::string& name);
 /// The kernel `name` runs on a GPU with these measurements: `auto` is Transformer Engine's choice
 /// (cuDNN's fused attention where the profile measures it, else the GPU's flash kernels); any
 /// other name is find_attention_kernel's. nullptr for an unknown name.

@@ -338,15 +338,11 @@ void training(std::vector<Entry>& t) {
                     "FP8 scaling (with training.precision fp8): delayed (Transformer Engine's "
                     "DelayedScaling, Megatron-Core's default) or tensorwise (Float8CurrentScaling: "
                     "an amax pass and a scale kernel before every cast, per tensor)"));
-  std::vector<std::string> attention_kinds{"auto"};
-  std::vector<std::string> attention_why{
-      "auto: Transformer Engine's choice, cudnn where the profile measures it, else flash"};
-  for (const auto& kind : calibrate::attention_kernels()) {
-    attention_kinds.emplace_back(kind.name);
-    attention_why.push_back(fmt::format("{}: {}", kind.name, kind.description));
+  std::vector<std::string> attention_kinds, attention_why;
+  for (const auto& choice : calibrate::attention_choices()) {
+    attention_kinds.push_back(choice.name);
+    attention_why.push_back(fmt::format("{}: {}", choice.name, choice.description));
   }
-  attention_kinds.emplace_back("unfused");
-  attention_why.emplace_back("unfused: scores in HBM");
   t.push_back(plain("training.attention", tr(&TrainingSpec::attention), "",
                     one_of(attention_kinds, fmt::format("{}", fmt::join(attention_why, ", "))),
                     "Attention kernels: auto (what Transformer Engine runs: its FusedAttention, "

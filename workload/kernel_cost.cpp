@@ -68,9 +68,8 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
   if (attention == "unfused") return;
   const calibrate::AttentionKernel* kind = calibrate::resolve_attention_kernel(k, attention);
   if (kind == nullptr) {
-    std::vector<std::string> names{"auto"};
-    for (const auto& known : calibrate::attention_kernels()) names.emplace_back(known.name);
-    names.emplace_back("unfused");
+    std::vector<std::string> names;
+    for (const auto& choice : calibrate::attention_choices()) names.push_back(choice.name);
     throw core::Error("training.attention", attention,
                       fmt::format("unknown attention kernel; one of {}", core::quoted_list(names)));
   }

@@ -319,13 +319,12 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
                       "interleaved 1F1B needs the micro-batch count to be a multiple of pp");
   if (t.precision != "bf16" && t.precision != "fp16" && t.precision != "fp8")
     throw core::Error("training.precision", t.precision, "must be bf16, fp16 or fp8");
-  if (t.attention != "auto" && t.attention != "unfused" &&
-      calibrate::find_attention_kernel(t.attention) == nullptr) {
-    std::vector<std::string> kinds{"auto (Transformer Engine's choice)"};
-    for (const auto& kind : calibrate::attention_kernels())
-      kinds.push_back(fmt::format("{} ({})", kind.name, kind.description));
+  if (!calibrate::is_attention_choice(t.attention)) {
+    std::vector<std::string> kinds;
+    for (const auto& choice : calibrate::attention_choices())
+      kinds.push_back(fmt::format("{} ({})", choice.name, choice.description));
     throw core::Error("training.attention", t.attention,
-                      fmt::format("must be {} or unfused", fmt::join(kinds, ", ")));
+                      fmt::format("must be one of {}", fmt::join(kinds, ", ")));
   }
   if (t.cross_entropy != "auto" && t.cross_entropy != "fused" && t.cross_entropy != "unfused")
     throw core::Error("training.cross_entropy", t.cross_entropy,
