@@ -135,17 +135,18 @@ TEST(ModelShape, HeadDimOtherThanHiddenOverHeads) {
 // al.'s 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) per step for this GPT-style model.
 TEST(Validation, MetricsAreTheStepFiguresAndTheFlopsClosedForm) {
   const Scenario s = parse_scenario(tiny_run("a", "fsdp", "step_time_s", 1.0), "a.yaml");
-  const StepReport r = simulate_step(s);
+  const Cluster c(s);
+  const StepReport r = simulate_step(c);
   const double B = 16, seq = 2048, l = 4, h = 1024, V = 32768;
   const double flops = 72.0 * B * seq * l * h * h * (1 + seq / (6 * h) + V / (12 * l * h));
-  EXPECT_NEAR(metric_value("tflops_per_gpu", s, r) * r.step_time_s * 8 * 1e12, flops, 1e-9 * flops);
-  EXPECT_NEAR(metric_value("tokens_per_s_per_gpu", s, r) * r.step_time_s * 8, B * seq, 1e-6);
-  EXPECT_DOUBLE_EQ(metric_value("step_time_s", s, r), r.step_time_s);
-  EXPECT_DOUBLE_EQ(metric_value("mfu", s, r), r.tflops_per_gpu / r.peak_tflops);
-  EXPECT_NEAR(metric_value("time_to_train_days", s, r), 1e9 / (B * seq) * r.step_time_s / 86400,
+  EXPECT_NEAR(metric_value("tflops_per_gpu", c, r) * r.step_time_s * 8 * 1e12, flops, 1e-9 * flops);
+  EXPECT_NEAR(metric_value("tokens_per_s_per_gpu", c, r) * r.step_time_s * 8, B * seq, 1e-6);
+  EXPECT_DOUBLE_EQ(metric_value("step_time_s", c, r), r.step_time_s);
+  EXPECT_DOUBLE_EQ(metric_value("mfu", c, r), r.tflops_per_gpu / r.peak_tflops);
+  EXPECT_NEAR(metric_value("time_to_train_days", c, r), 1e9 / (B * seq) * r.step_time_s / 86400,
               1e-12);
-  EXPECT_EQ(error_of([&] { metric_value("flops", s, r); }).field(), "validation.metric");
-  for (const auto& m : validation_metrics()) EXPECT_NO_THROW(metric_value(m, s, r)) << m;
+  EXPECT_EQ(error_of([&] { metric_value("flops", c, r); }).field(), "validation.metric");
+  for (const auto& m : validation_metrics()) EXPECT_NO_THROW(metric_value(m, c, r)) << m;
 }
 
 // Expectation: a wall-clock time to train is the steps' time when nothing interrupts them and no
@@ -158,17 +159,46 @@ TEST(Validation, WallClockDaysAddFailuresAndCheckpointsToTheSteps) {
                          "failures: {rate_multiplier: 0, straggler_rate_per_node_day: 0}");
   const Scenario calm = parse_scenario(quiet, "calm.yaml");
   const StepReport r = simulate_step(calm);
-  EXPECT_NEAR(metric_value("wall_clock_days", calm, r), r.time_to_train_days,
+  EXPECT_NEAR(metric_value("wall_clock_days", Cluster(calm), r), r.time_to_train_days,
               1e-9 * r.time_to_train_days);
   // A 10-trillion-token run (weeks on this node) with the default failure and recovery models:
   // at least its Young/Daly checkpoints pause it.
   const Scenario real = parse_scenario(
       std::regex_replace(base, std::regex("tokens: 1.0e9"), "tokens: 1.0e13"), "real.yaml");
-  const StepReport rr = simulate_step(real);
-  const double wall = metric_value("wall_clock_days", real, rr);
+  const Cluster cluster(real);
+  const StepReport rr = simulate_step(cluster);
+  const double wall = metric_value("wall_clock_days", cluster, rr);
   EXPECT_GT(wall, rr.time_to_train_days);
   EXPECT_LT(wall, 1.5 * rr.time_to_train_days);
-  EXPECT_DOUBLE_EQ(wall, metric_value("wall_clock_days", real, rr));  // seeded
+  EXPECT_DOUBLE_EQ(wall, metric_value("wall_clock_days", cluster, rr));  // seeded
+}
+
+// Expectation: the campaign behind a wall-clock figure simulates its straggling step on the step
+// model it is given (a candidate during a fit), not on the shipped profile: under a model where
+// the straggler takes 3x the healthy step the slowdown is exactly 3, and with straggler episodes
+// a day on the node the run takes longer.
+TEST(Validation, WallClockCampaignRunsItsStepsOnTheGivenModel) {
+  const Cluster cluster(
+      parse_scenario(std::regex_replace(tiny_run("a", "fsdp", "wall_clock_days", 1.0),
+                                        std::regex("tokens: 1.0e9"), "tokens: 1.0e13") +
+                         "failures: {straggler_rate_per_node_day: 1}\n",
+                     "a.yaml"));
+  const StepReport healthy = simulate_step(cluster);
+  const StepModel slow_straggler = [&](const Cluster& c) {
+    StepReport r = simulate_step(c);
+    if (c.scenario().slow_gpu >= 0) r.step_time_s = 3 * healthy.step_time_s;
+    return r;
+  };
+  CampaignOptions o;
+  o.trials = 10;
+  o.threads = 1;
+  const double shipped = run_campaign(cluster, o, &healthy).straggler_slowdown;
+  EXPECT_GT(shipped, 1.0);
+  EXPECT_LT(shipped, 3.0);
+  o.step = slow_straggler;
+  EXPECT_DOUBLE_EQ(run_campaign(cluster, o, &healthy).straggler_slowdown, 3.0);
+  EXPECT_GT(metric_value("wall_clock_days", cluster, healthy, slow_straggler),
+            metric_value("wall_clock_days", cluster, healthy));
 }
 
 // Expectation: published at twice the simulated step time is an error of -50 %; published at
@@ -357,8 +387,8 @@ TEST_F(ValidationDir, LeaveOneFamilyOutTrainsOnTheOtherFamily) {
     for (const auto* c : training) families.insert(c->scenario.validation.family);
     trained_on.push_back(families);
     const double answer = static_cast<double>(training.size());  // 3 in-sample, 1 or 2 held out
-    return FitResult{StepModel([answer](const Scenario& s) {
-                       StepReport r = simulate_step(s);
+    return FitResult{StepModel([answer](const Cluster& c) {
+                       StepReport r = simulate_step(c);
                        r.step_time_s = answer;
                        return r;
                      }),
@@ -403,8 +433,8 @@ TEST_F(ValidationDir, MemoryBoundEfficiencyIsFittedBackFromRunsMadeWithIt) {
   auto at_truth = [&](const std::string& metric, int hidden) {
     std::string text = tiny_run("x", "fsdp", metric, 1.0);
     text.replace(text.find("hidden: 1024"), 12, fmt::format("hidden: {}", hidden));
-    const Scenario s = parse_scenario(text, "x.yaml");
-    return metric_value(metric, s, truth(s));
+    const Cluster c(parse_scenario(text, "x.yaml"));
+    return metric_value(metric, c, truth(c));
   };
   int i = 0;
   for (const auto& [family, metric] :
@@ -443,8 +473,8 @@ TEST_F(ValidationDir, GemmRateWithoutMeasurementIsFittedBackFromRunsMadeWithIt) 
       if (i >= 10) text.replace(text.find("gpu: h100-sxm"), 13, "gpu: a100-sxm-80gb");
       return text;
     };
-    const Scenario s = parse_scenario(run(1.0), "x.yaml");
-    write(fmt::format("r{}.yaml", i), run(metric_value("tokens_per_s_per_gpu", s, truth(s))));
+    const Cluster c(parse_scenario(run(1.0), "x.yaml"));
+    write(fmt::format("r{}.yaml", i), run(metric_value("tokens_per_s_per_gpu", c, truth(c))));
   }
   const auto cases = load_validation_cases(validation_files(dir_.string()));
   std::vector<const ValidationCase*> all;
@@ -472,8 +502,8 @@ TEST_F(ValidationDir, MemoryBoundEfficiencyFitIgnoresOneSidedOutliers) {
       text.replace(text.find("hidden: 1024"), 12, fmt::format("hidden: {}", hidden));
       return text;
     };
-    const Scenario s = parse_scenario(run(1.0), "x.yaml");
-    const double at_truth = metric_value("tokens_per_s_per_gpu", s, truth(s));
+    const Cluster c(parse_scenario(run(1.0), "x.yaml"));
+    const double at_truth = metric_value("tokens_per_s_per_gpu", c, truth(c));
     write(fmt::format("r{}.yaml", i), run(at_truth * published_over_truth[i]));
   }
   const auto cases = load_validation_cases(validation_files(dir_.string()));

@@ -36,15 +36,18 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
 }
 
 std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Cluster& cluster,
-                                                                      double healthy_step_s) {
+                                                                      double healthy_step_s,
+                                                                      StepFunction step) {
   struct Cache {
     Cluster cluster;
     double healthy_step_s;
+    StepFunction step;
     std::vector<std::vector<int>> cables;  ///< per tier, in fabric order
     std::mutex mutex;
     std::map<std::vector<int>, double> slowdown;
   };
-  const auto cache = std::shared_ptr<Cache>(new Cache{cluster, healthy_step_s, {}, {}, {}});
+  const auto cache =
+      std::shared_ptr<Cache>(new Cache{cluster, healthy_step_s, std::move(step), {}, {}, {}});
   const topology::Fabric& fabric = cluster.fabric();
   cache->cables.resize(3);
   for (std::size_t c = 0; c < fabric.cable_count(); ++c)
@@ -63,8 +66,9 @@ std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Clus
       for (int i = 0; i < n[tier] && i < static_cast<int>(cache->cables[tier].size()); ++i)
         degraded.degraded_cables.emplace_back(cache->cables[tier][static_cast<std::size_t>(i)],
                                               degraded.failures.degraded_link_factor);
-    const double s =
-        simulate_step(cache->cluster.with(degraded)).step_time_s / cache->healthy_step_s;
+    const Cluster variant = cache->cluster.with(std::move(degraded));
+    const double s = (cache->step ? cache->step(variant) : simulate_step(variant)).step_time_s /
+                     cache->healthy_step_s;
     std::lock_guard<std::mutex> lock(cache->mutex);
     return cache->slowdown.emplace(n, s).first->second;
   };
@@ -240,13 +244,14 @@ CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& opt
 CampaignReport run_campaign(const Cluster& cluster, const CampaignOptions& options,
                             const StepReport* healthy_step) {
   const Scenario& scenario = cluster.scenario();
-  const StepReport healthy =
-      healthy_step ? *healthy_step : simulate_step(cluster, "native", false, options.cancel);
+  auto step = [&](const Cluster& c) {
+    return options.step ? options.step(c) : simulate_step(c, "native", false, options.cancel);
+  };
+  const StepReport healthy = healthy_step ? *healthy_step : step(cluster);
   Scenario slow = scenario;
   slow.slow_gpu = 0;
   slow.slow_factor = scenario.failures.straggler_factor;
-  const StepReport straggling =
-      simulate_step(cluster.with(std::move(slow)), "native", false, options.cancel);
+  const StepReport straggling = step(cluster.with(std::move(slow)));
   CampaignInputs in;
   in.gpus = healthy.gpus;
   in.gpus_per_node = scenario.cluster.gpus_per_node;
@@ -272,7 +277,7 @@ CampaignReport run_campaign(const Cluster& cluster, const CampaignOptions& optio
     if (const int tier = topology::cable_tier(cable.kind); tier >= 0)
       ++in.cables_per_tier[static_cast<std::size_t>(tier)];
   if (in.failures.degraded_link_rate_per_cable_day > 0)
-    in.degraded_slowdown = degraded_link_slowdown(cluster, healthy.step_time_s);
+    in.degraded_slowdown = degraded_link_slowdown(cluster, healthy.step_time_s, options.step);
   failures::validate(in.failures, in.recovery, in.nodes, in.work_s / kDay);
   CampaignReport rep = run_campaign(in, options);
   rep.step_time_s = healthy.step_time_s;

@@ -38,12 +38,18 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
                       std::vector<CampaignEvent>* events = nullptr,
                       const core::CancelToken* cancel = nullptr);
 
+/// A step model: the simulated step of a cluster's job. Empty means simulate_step; validation's
+/// fit passes one that runs the step on a profile with candidate parameter values, so that every
+/// step a campaign simulates (healthy, straggling, degraded) uses the same values.
+using StepFunction = std::function<StepReport(const Cluster&)>;
+
 /// Step time with n[k] cables of tier k (NIC-leaf, leaf-spine, spine-core) degraded to
-/// failures.degraded_link_factor, over `healthy_step_s`: the step simulation of the scenario with
-/// the first n[k] cables of each tier degraded (a fat tree's cables of one tier are alike up to
-/// the job's placement), cached by n. Thread-safe.
+/// failures.degraded_link_factor, over `healthy_step_s`: the step (`step`, empty: simulate_step)
+/// of the scenario with the first n[k] cables of each tier degraded (a fat tree's cables of one
+/// tier are alike up to the job's placement), cached by n. Thread-safe when `step` is.
 std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Cluster& cluster,
-                                                                      double healthy_step_s);
+                                                                      double healthy_step_s,
+                                                                      StepFunction step = {});
 
 struct Percentiles {
   double p10 = 0, p50 = 0, p90 = 0, mean = 0;
@@ -77,6 +83,8 @@ struct CampaignOptions {
   /// Checked before every trial and inside long ones. On cancellation run_campaign throws
   /// core::Cancelled saying how many trials finished; those are already in campaign.h5.
   const core::CancelToken* cancel = nullptr;
+  /// The step model of the healthy, straggling and degraded-cable steps (empty: simulate_step).
+  StepFunction step;
 };
 
 /// Runs the scenario's campaign: the step simulation for the healthy and straggler states, then

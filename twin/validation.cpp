@@ -68,8 +68,9 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
   run.gpu = c.scenario.cluster.gpu;
   run.precision = c.scenario.training.precision;
   try {
-    const StepReport report = model ? model(c.scenario) : simulate_step(c.scenario);
-    run.simulated = metric_value(run.metric, c.scenario, report);
+    const Cluster cluster(c.scenario);
+    const StepReport report = model ? model(cluster) : simulate_step(cluster);
+    run.simulated = metric_value(run.metric, cluster, report, model);
     if (!std::isfinite(run.simulated))
       throw core::Error("validation.metric", run.metric, "the simulated figure is not finite",
                         c.path);
@@ -206,7 +207,8 @@ std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>
   return cases;
 }
 
-double metric_value(const std::string& metric, const Scenario& scenario, const StepReport& r) {
+double metric_value(const std::string& metric, const Cluster& cluster, const StepReport& r,
+                    const StepModel& model) {
   if (metric == "tflops_per_gpu") return r.tflops_per_gpu;
   if (metric == "tokens_per_s_per_gpu") return r.tokens_per_s / r.gpus;
   if (metric == "step_time_s") return r.step_time_s;
@@ -217,11 +219,12 @@ double metric_value(const std::string& metric, const Scenario& scenario, const S
     o.trials = kWallClockTrials;
     o.seed = 1;
     o.threads = 1;  // validation runs its cases in parallel already
-    return run_campaign(Cluster(scenario), o, &r).days.p50;
+    o.step = model;
+    return run_campaign(cluster, o, &r).days.p50;
   }
   throw core::Error("validation.metric", metric,
                     fmt::format("unknown; valid: {}", fmt::join(validation_metrics(), ", ")),
-                    scenario.source);
+                    cluster.scenario().source);
 }
 
 std::vector<ValidationRun> run_validation(const std::vector<ValidationCase>& cases,

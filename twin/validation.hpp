@@ -38,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include "twin/campaign.hpp"
+#include "twin/cluster.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 
@@ -53,8 +55,8 @@ struct ValidationCase {
   std::string error;
 };
 
-/// A step model: the simulated step of a scenario. The default is simulate_step.
-using StepModel = std::function<StepReport(const Scenario&)>;
+/// A step model: the simulated step of a cluster's job. The default is simulate_step.
+using StepModel = StepFunction;
 
 /// What a fit produced: the step model with the fitted parameters, and their values in words.
 struct FitResult {
@@ -133,9 +135,11 @@ std::vector<ValidationCase> load_validation_cases(const std::vector<std::string>
 /// Trials of the failure campaign behind a wall_clock_days figure (seed 1: deterministic).
 inline constexpr int kWallClockTrials = 100;
 
-/// The metric's value in a simulated step (wall_clock_days runs the campaign around it); throws
-/// core::Error for an unknown metric.
-double metric_value(const std::string& metric, const Scenario& scenario, const StepReport& report);
+/// The metric's value in `report`, the simulated step of the cluster's job (wall_clock_days runs
+/// the campaign around it, its other steps on `model`: empty, simulate_step); throws core::Error
+/// for an unknown metric.
+double metric_value(const std::string& metric, const Cluster& cluster, const StepReport& report,
+                    const StepModel& model = {});
 
 /// Runs every case with `model` (nullptr: simulate_step) on `threads` threads; rows in case order.
 std::vector<ValidationRun> run_validation(const std::vector<ValidationCase>& cases,

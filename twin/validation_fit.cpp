@@ -185,8 +185,7 @@ std::string FittedParameters::text() const {
 }
 
 StepModel with_fitted(const FittedParameters& p) {
-  return [p](const Scenario& scenario) {
-    const Cluster cluster(scenario);
+  return [p](const Cluster& cluster) {
     calibrate::Profile profile = cluster.profile();
     auto& k = profile.kernels;
     k.memory_bound_efficiency = {
