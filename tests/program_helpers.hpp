@@ -1,12 +1,15 @@
 #pragma once
 // Helpers shared by the kernel-cost and step-program test suites.
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <string>
 #include <vector>
 
 #include "calibrate/profile.hpp"
 #include "workload/kernel_cost.hpp"
+#include "workload/model.hpp"
 #include "workload/parallelism.hpp"
 #include "workload/step_program.hpp"
 
@@ -56,6 +59,36 @@ inline std::map<std::string, workload::Kernel> kernels_by_name(const workload::C
   std::map<std::string, workload::Kernel> out;
   for (const auto& b : prog.blocks)
     for (const auto& k : forward ? b.forward : b.backward) out[k.name] = k;
+  return out;
+}
+
+/// Llama 3 8B at 2,048 tokens: the program tests' dense model.
+inline workload::ModelSpec small_model() {
+  workload::ModelSpec m = workload::model_preset("llama3-8b");
+  m.seq_len = 2048;
+  return m;
+}
+
+/// The program's block labelled `label` ("dense layer", "output layer + loss").
+inline workload::BlockProgram block_of(const workload::ChunkProgram& prog,
+                                       const std::string& label) {
+  for (const auto& b : prog.blocks)
+    if (b.label == label) return b;
+  ADD_FAILURE() << "no block " << label;
+  return {};
+}
+
+/// The forward or backward kernels of the program's block labelled `label`.
+inline std::vector<workload::Kernel> block_kernels(const workload::ChunkProgram& prog,
+                                                   const std::string& label, bool forward = true) {
+  workload::BlockProgram b = block_of(prog, label);
+  return forward ? b.forward : b.backward;
+}
+
+/// The kernels' names, in order.
+inline std::vector<std::string> names(const std::vector<workload::Kernel>& kernels) {
+  std::vector<std::string> out;
+  for (const auto& k : kernels) out.push_back(k.name);
   return out;
 }
 
