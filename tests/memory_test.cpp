@@ -67,5 +67,51 @@ TEST(Memory, TheActivationTableListsWhatTheTotalCounts) {
             std::string::npos);
 }
 
+// Expectation: the working set is what one layer at a time adds to the peak. FSDP (zero 3) on 8
+// GPUs, pp 1, full recompute: the gathered layer and the prefetched one (2 P_l x 2 bytes), then
+// the larger of a layer's unsharded gradient (P_l x 4 bytes, fp32 reduce) plus the rest of one
+// recomputed layer's activations, and the loss over T V logits (2 bytes fused, 10 unfused).
+// Megatron's zero 1 with pp > 1 and no recompute has none.
+TEST(Memory, WorkingSetIsTheGatheredLayersAndTheLargerOfOneLayersBackwardAndTheLoss) {
+  ModelSpec m = model_preset("llama3-8b");
+  m.seq_len = 2048;
+  ParallelismSpec p;
+  p.tp = 1;
+  p.pp = 1;
+  p.dp = 8;
+  p.zero = 3;
+  p.micro_batch = 2;
+  p.recompute = "full";
+  TrainingSpec t;
+  t.global_batch = 16;
+  t.grad_reduce_dtype = "fp32";
+  const Layout layout = make_layout(m, p, t, 8);
+  const double layer_params = m.attention_params() + m.dense_mlp_params();
+  ParallelismSpec kept = p;
+  kept.recompute = "none";
+  const double rest_of_layer =
+      activation_bytes_per_layer(m, kept, t) - activation_bytes_per_layer(m, p, t);
+  const double logits = 2.0 * m.seq_len * static_cast<double>(m.vocab);
+  const double backward = 4 * layer_params + rest_of_layer;
+  t.cross_entropy = "fused";
+  ASSERT_GT(backward, 2 * logits);
+  EXPECT_NEAR(memory_per_gpu(m, p, t, layout).working_GB * 1e9, 4 * layer_params + backward,
+              1e-6 * backward);
+  t.cross_entropy = "unfused";
+  ASSERT_LT(backward, 10 * logits);
+  EXPECT_NEAR(memory_per_gpu(m, p, t, layout).working_GB * 1e9, 4 * layer_params + 10 * logits,
+              1e-6 * logits);
+  const MemoryBreakdown with = memory_per_gpu(m, p, t, layout);
+  EXPECT_DOUBLE_EQ(with.total_GB(), with.weights_GB + with.gradients_GB + with.optimizer_GB +
+                                        with.activations_GB + with.working_GB + with.reserve_GB);
+  ParallelismSpec megatron;
+  megatron.tp = 2;
+  megatron.pp = 4;
+  megatron.dp = 1;
+  megatron.zero = 1;
+  megatron.recompute = "none";
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, megatron, t, make_layout(m, megatron, t, 8)).working_GB, 0);
+}
+
 }  // namespace
 }  // namespace twin::workload

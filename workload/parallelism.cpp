@@ -540,6 +540,23 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
   }
   m.activations_GB = stage0_bytes * in_flight / 1e9;
   m.reserve_GB = t.memory_reserve_GB;
+  // The working set (header): gathered parameters, one layer's gradient before it is
+  // reduce-scattered, one recomputed layer; on the last stage the logits and the loss instead
+  // of the latter two.
+  double stage0_layers = 0;
+  for (int c = 0; c < layout.v; ++c) stage0_layers += layout.layers(0, c);
+  const double layer_params =
+      (params - static_cast<double>(model.vocab) * model.hidden / layout.tp) / stage0_layers;
+  const double gathered = p.zero >= 3 ? 2.0 * layer_params * t.param_gather_bytes() : 0.0;
+  const double unsharded_grad = p.zero >= 2 ? layer_params * t.grad_bytes() : 0.0;
+  const double recomputed = p.recompute == "full" ? per_kept_layer - per_layer : 0.0;
+  double loss = 0;
+  if (p.pp == 1) {
+    const double logits = static_cast<double>(model.seq_len) / p.cp * p.micro_batch *
+                          static_cast<double>(model.vocab) / p.tp;
+    loss = logits * (t.fused_cross_entropy() ? 2.0 : 10.0);
+  }
+  m.working_GB = (gathered + std::max(unsharded_grad + recomputed, loss)) / 1e9;
   return m;
 }
 
@@ -548,10 +565,11 @@ void check_memory(const MemoryBreakdown& m, double capacity_GB, const std::strin
   throw core::Error(
       core::Error::Kind::does_not_fit, "parallelism", "",
       fmt::format("the model does not fit: {:.1f} GB per GPU needed on {} ({:.1f} GB): weights "
-                  "{:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, reserve {:.1f}. "
-                  "Raise tp/pp, use zero 2-3, recompute, or a smaller micro_batch",
+                  "{:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, working set "
+                  "{:.1f}, reserve {:.1f}. Raise tp/pp, use zero 2-3, recompute, or a smaller "
+                  "micro_batch",
                   m.total_GB(), gpu, capacity_GB, m.weights_GB, m.gradients_GB, m.optimizer_GB,
-                  m.activations_GB, m.reserve_GB));
+                  m.activations_GB, m.working_GB, m.reserve_GB));
 }
 
 }  // namespace twin::workload

@@ -37,6 +37,16 @@
 ///   The first pipeline stage holds pp micro-batches in flight (1F1B); interleaving adds
 ///   (pp - 1)/(pp v) of that. A fixed reserve covers the CUDA context, NCCL buffers and
 ///   fragmentation (`training.memory_reserve_GB`, stated, not measured).
+/// - working set: what exists only while one layer is worked on, on top of the above (the peak
+///   is reached once, not held): with zero 3 the gathered parameters of the layer computed and
+///   of the one prefetched (2 P_l param_gather bytes, FSDP's and ZeRO-3's prefetch of one layer
+///   ahead), with zero >= 2 a layer's unsharded gradient before its reduce-scatter (P_l grad
+///   bytes), with full recompute the rest of one layer's activations while its backward runs
+///   (what the layer keeps without recompute, less its input); on the last stage (reported
+///   when pp = 1) instead of those two, the logits and the loss: T V / t logits of 2 bytes, and
+///   unfused, an fp32 copy and the fp32 softmax kept for backward (+ 8 bytes a logit). P_l is
+///   a layer's parameters on this GPU (dense and MoE averaged). Selective recompute's one
+///   module at a time is left out.
 
 #include <algorithm>
 #include <array>
@@ -220,8 +230,9 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
 
 struct MemoryBreakdown {
   double weights_GB = 0, gradients_GB = 0, optimizer_GB = 0, activations_GB = 0, reserve_GB = 0;
+  double working_GB = 0;  ///< the peak's one-layer-at-a-time part (see the header)
   [[nodiscard]] double total_GB() const {
-    return weights_GB + gradients_GB + optimizer_GB + activations_GB + reserve_GB;
+    return weights_GB + gradients_GB + optimizer_GB + activations_GB + reserve_GB + working_GB;
   }
 };
 
