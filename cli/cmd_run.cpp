@@ -100,9 +100,10 @@ Action add_run(CLI::App& app) {
       fmt::print("{}", sim::step_summary_text(scenario, report));
       if (*kernels) {
         fmt::print("\nkernels\n{}", workload::kernel_table(report.program));
-        fmt::print("\nactivation memory\n{}",
-                   workload::activation_table(scenario.model, scenario.parallelism,
-                                              scenario.training, report.memory.activations_GB));
+        fmt::print(
+            "\nactivation memory\n{}",
+            workload::activation_table(scenario.model, scenario.parallelism, scenario.training,
+                                       report.memory.activations_GB, report.memory.stage));
       }
     }
     std::fflush(stdout);

@@ -113,5 +113,50 @@ TEST(Memory, WorkingSetIsTheGatheredLayersAndTheLargerOfOneLayersBackwardAndTheL
   EXPECT_DOUBLE_EQ(memory_per_gpu(m, megatron, t, make_layout(m, megatron, t, 8)).working_GB, 0);
 }
 
+// Expectation: with pipeline stages the check is of the fuller of the first and the last stage.
+// Llama 3 8B on pp 2 (16 layers each), full recompute, unfused loss: the last stage holds one
+// micro-batch's layer inputs (2 s h bytes a layer) where the first holds two, but also the
+// output layer and the loss over T V logits at 10 bytes each, so it is the one reported.
+// Interleaved over v = 2 the last stage holds (0 + 1 x 2 + 1) / 2 = 1.5 micro-batches.
+TEST(Memory, TheLastPipelineStageHoldsTheOutputLayerAndTheLoss) {
+  ModelSpec m = model_preset("llama3-8b");
+  m.seq_len = 2048;
+  ParallelismSpec p;
+  p.tp = 1;
+  p.pp = 2;
+  p.dp = 4;
+  p.zero = 1;
+  p.micro_batch = 1;
+  p.recompute = "full";
+  TrainingSpec t;
+  t.global_batch = 32;
+  t.cross_entropy = "unfused";
+  const Layout layout = make_layout(m, p, t, 8);
+  const double table = static_cast<double>(m.vocab) * m.hidden;
+  EXPECT_DOUBLE_EQ(params_per_gpu(m, layout, 1) - params_per_gpu(m, layout, 0), 0.0);
+  EXPECT_DOUBLE_EQ(params_per_gpu(m, layout, 0),
+                   16 * (m.attention_params() + m.dense_mlp_params()) + table);
+  const MemoryBreakdown mem = memory_per_gpu(m, p, t, layout);
+  EXPECT_EQ(mem.stage, 1);
+  const double input = 2.0 * m.seq_len * m.hidden;  // a recomputed layer keeps its input
+  EXPECT_NEAR(mem.activations_GB * 1e9, 16 * input, 1e-6 * input);
+  EXPECT_NEAR(mem.working_GB * 1e9, 10.0 * m.seq_len * m.vocab, 1.0);
+  // With the fused loss (2 bytes a logit) the first stage, two micro-batches in flight and one
+  // recomputed layer, is fuller.
+  t.cross_entropy = "fused";
+  const MemoryBreakdown fused = memory_per_gpu(m, p, t, layout);
+  EXPECT_EQ(fused.stage, 0);
+  EXPECT_NEAR(fused.activations_GB * 1e9, 2 * 16 * input, 1e-6 * input);
+  ParallelismSpec kept = p;  // while a layer's backward runs, the rest of its activations
+  kept.recompute = "none";
+  EXPECT_NEAR(fused.working_GB * 1e9, activation_bytes_per_layer(m, kept, t) - input, 1.0);
+  t.cross_entropy = "unfused";
+  ParallelismSpec interleaved = p;
+  interleaved.virtual_stages = 2;
+  const MemoryBreakdown v2 = memory_per_gpu(m, interleaved, t, make_layout(m, interleaved, t, 8));
+  EXPECT_EQ(v2.stage, 1);
+  EXPECT_NEAR(v2.activations_GB * 1e9, 1.5 * 16 * input, 1e-6 * input);
+}
+
 }  // namespace
 }  // namespace twin::workload

@@ -46,10 +46,12 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
                : "",
       t.precision == "fp8" ? fmt::format("fp8 ({} scaling)", t.fp8_recipe) : t.precision);
   out += fmt::format(
-      "memory       {:.1f} of {:.1f} GB per GPU (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
+      "memory       {:.1f} of {:.1f} GB per GPU{} (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
       "activations {:.1f}, working set {:.1f}, reserve {:.1f})\n",
-      r.memory.total_GB(), r.memory_capacity_GB, r.memory.weights_GB, r.memory.gradients_GB,
-      r.memory.optimizer_GB, r.memory.activations_GB, r.memory.working_GB, r.memory.reserve_GB);
+      r.memory.total_GB(), r.memory_capacity_GB,
+      s.parallelism.pp > 1 ? fmt::format(" on stage {}", r.memory.stage) : "", r.memory.weights_GB,
+      r.memory.gradients_GB, r.memory.optimizer_GB, r.memory.activations_GB, r.memory.working_GB,
+      r.memory.reserve_GB);
   out += fmt::format(
       "step time    {:.3f} s   tokens/s {}   {:.0f} model TFLOP/s per GPU (HFU {:.0f})   MFU "
       "{:.1f} "
@@ -98,6 +100,7 @@ std::string step_summary_json(const Scenario& s, const StepReport& r) {
                     {"optimizer", r.memory.optimizer_GB}, {"activations", r.memory.activations_GB},
                     {"working_set", r.memory.working_GB}, {"reserve", r.memory.reserve_GB},
                     {"total", r.memory.total_GB()},       {"capacity", r.memory_capacity_GB}};
+  j["memory_stage"] = r.memory.stage;  // the pipeline stage memory_GB is of
   nlohmann::ordered_json u = nlohmann::ordered_json::object();
   for (const auto& [kind, value] : r.link_utilization) u[kind] = value;
   j["link_utilization"] = u;

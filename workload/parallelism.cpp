@@ -353,18 +353,34 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   return l;
 }
 
-double params_per_gpu(const ModelSpec& model, const Layout& layout) {
+namespace {
+
+/// Parameters of one transformer layer on this GPU: experts split over ep and each over etp,
+/// every other matrix over tp; `moe` weighs an MoE layer's MLP by that share of a layer.
+double layer_params_per_gpu(const ModelSpec& model, const Layout& layout, double moe) {
+  return (model.attention_params() + (1 - moe) * model.dense_mlp_params()) / layout.tp +
+         moe * (model.moe_mlp_params() / layout.ep) / layout.etp;
+}
+
+}  // namespace
+
+double params_per_gpu(const ModelSpec& model, const Layout& layout, int stage) {
   double layers = 0;
-  for (int c = 0; c < layout.v; ++c) layers += layout.layers(0, c);
+  for (int c = 0; c < layout.v; ++c) layers += layout.layers(stage, c);
   const double moe_fraction = static_cast<double>(model.moe_layers()) / model.layers;
-  const double dense_mlp = (1 - moe_fraction) * model.dense_mlp_params();
-  // Experts split over ep and each over etp, every other matrix split over tp; the input
-  // embedding sits on stage 0.
-  const double expert_mlp = moe_fraction * (model.moe_mlp_params() / layout.ep) / layout.etp;
-  return (layers * (model.attention_params() + dense_mlp) +
-          static_cast<double>(model.vocab) * model.hidden) /
-             layout.tp +
-         layers * expert_mlp;
+  const double table = static_cast<double>(model.vocab) * model.hidden / layout.tp;
+  double params = layers * layer_params_per_gpu(model, layout, moe_fraction);
+  // The input embedding sits on the first stage; the output layer (untied) and the MTP modules
+  // (a layer like the last, plus its 2h -> h projection) on the last.
+  if (stage == 0) params += table;
+  if (stage == layout.pp - 1) {
+    params += table;
+    const int last = model.layers - 1;
+    params +=
+        model.mtp_layers * (layer_params_per_gpu(model, layout, model.moe_layer(last) ? 1.0 : 0.0) +
+                            2.0 * model.hidden * model.hidden / layout.tp);
+  }
+  return params;
 }
 
 std::string ParallelismSpec::recomputed_layers_text() const {
@@ -486,7 +502,8 @@ double bytes_of_a_kept_layer(const ModelSpec& model, const ParallelismSpec& p,
 }  // namespace
 
 std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
-                             const TrainingSpec& t, double activations_GB) {
+                             const TrainingSpec& t, double activations_GB, int stage) {
+  const std::string where = stage == 0 ? "the first stage" : fmt::format("stage {}", stage);
   const auto tensors = activation_tensors(model, p, t);
   std::size_t width = 24;
   for (const auto& x : tensors) width = std::max(width, x.name.size());
@@ -507,57 +524,73 @@ std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
   if (p.recompute == "full" && p.recompute_layers > 0) {
     out += fmt::format("{:<{}}  {:>10.1f}\n", "layers not recomputed", width,
                        bytes_of_a_kept_layer(model, p, t) / 1e6);
-    out += fmt::format(
-        "{} of each chunk recomputed, the others kept: {:.1f} GB in flight on the first "
-        "stage\n",
-        p.recomputed_layers_text(), activations_GB);
+    out += fmt::format("{} of each chunk recomputed, the others kept: {:.1f} GB in flight on {}\n",
+                       p.recomputed_layers_text(), activations_GB, where);
     return out;
   }
   if (kept > 0)
-    out += fmt::format("x {:.1f} layer-micro-batches in flight on the first stage = {:.1f} GB\n",
-                       activations_GB * 1e9 / kept, activations_GB);
+    out += fmt::format("x {:.1f} layer-micro-batches in flight on {} = {:.1f} GB\n",
+                       activations_GB * 1e9 / kept, where, activations_GB);
   return out;
 }
 
-MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
-                               const TrainingSpec& t, const Layout& layout) {
-  const double params = params_per_gpu(model, layout);
+namespace {
+
+MemoryBreakdown memory_of_stage(const ModelSpec& model, const ParallelismSpec& p,
+                                const TrainingSpec& t, const Layout& layout, int stage) {
+  const double params = params_per_gpu(model, layout, stage);
   const double shard = layout.shard_group;
   MemoryBreakdown m;
+  m.stage = stage;
   m.weights_GB = 2.0 * params / (p.zero >= 3 ? shard : 1.0) / 1e9;
   m.gradients_GB = t.grad_bytes() * params / (p.zero >= 2 ? shard : 1.0) / 1e9;
   m.optimizer_GB = 12.0 * params / (p.zero >= 1 ? shard : 1.0) / 1e9;
-  const double in_flight = std::min<double>(p.pp, layout.micro_batches) *
-                           (1.0 + (layout.v > 1 ? (p.pp - 1.0) / (p.pp * layout.v) : 0.0));
+  // Micro-batches in flight (1F1B): pp - s on stage s; interleaved (Megatron-LM's schedule),
+  // the 2 (pp - s - 1) + (v - 1) pp warm-up chunk forwards and the one in progress before the
+  // stage's first backward, each holding 1 / v of its layers (stage 0: pp + (pp - 1) / v).
+  const double pp = p.pp, v = layout.v;
+  const double in_flight = std::min<double>(
+      layout.micro_batches, v > 1 ? (2.0 * (pp - stage - 1) + (v - 1) * pp + 1) / v : pp - stage);
   // Recomputed layers keep their input alone; with recompute_layers the others keep everything.
   const double per_layer = activation_bytes_per_layer(model, p, t);
   const double per_kept_layer =
       p.recompute == "full" ? bytes_of_a_kept_layer(model, p, t) : per_layer;
-  double stage0_bytes = 0;
+  double stage_bytes = 0, stage_layers = 0;
   for (int c = 0; c < layout.v; ++c) {
-    const int layers = layout.layers(0, c), recomputed = p.recomputed_layers(layers);
-    stage0_bytes += recomputed * per_layer + (layers - recomputed) * per_kept_layer;
+    const int layers = layout.layers(stage, c), recomputed = p.recomputed_layers(layers);
+    stage_bytes += recomputed * per_layer + (layers - recomputed) * per_kept_layer;
+    stage_layers += layers;
   }
-  m.activations_GB = stage0_bytes * in_flight / 1e9;
+  m.activations_GB = stage_bytes * in_flight / 1e9;
   m.reserve_GB = t.memory_reserve_GB;
   // The working set (header): gathered parameters, one layer's gradient before it is
   // reduce-scattered, one recomputed layer; on the last stage the logits and the loss instead
   // of the latter two.
-  double stage0_layers = 0;
-  for (int c = 0; c < layout.v; ++c) stage0_layers += layout.layers(0, c);
+  const double moe_fraction = static_cast<double>(model.moe_layers()) / model.layers;
   const double layer_params =
-      (params - static_cast<double>(model.vocab) * model.hidden / layout.tp) / stage0_layers;
+      stage_layers > 0 ? layer_params_per_gpu(model, layout, moe_fraction) : 0.0;
   const double gathered = p.zero >= 3 ? 2.0 * layer_params * t.param_gather_bytes() : 0.0;
   const double unsharded_grad = p.zero >= 2 ? layer_params * t.grad_bytes() : 0.0;
-  const double recomputed = p.recompute == "full" ? per_kept_layer - per_layer : 0.0;
+  const double recomputed =
+      p.recompute == "full" && stage_layers > 0 ? per_kept_layer - per_layer : 0.0;
   double loss = 0;
-  if (p.pp == 1) {
+  if (stage == p.pp - 1) {
     const double logits = static_cast<double>(model.seq_len) / p.cp * p.micro_batch *
                           static_cast<double>(model.vocab) / p.tp;
     loss = logits * (t.fused_cross_entropy() ? 2.0 : 10.0);
   }
   m.working_GB = (gathered + std::max(unsharded_grad + recomputed, loss)) / 1e9;
   return m;
+}
+
+}  // namespace
+
+MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
+                               const TrainingSpec& t, const Layout& layout) {
+  const MemoryBreakdown first = memory_of_stage(model, p, t, layout, 0);
+  if (p.pp == 1) return first;
+  const MemoryBreakdown last = memory_of_stage(model, p, t, layout, p.pp - 1);
+  return last.total_GB() > first.total_GB() ? last : first;
 }
 
 void check_memory(const MemoryBreakdown& m, double capacity_GB, const std::string& gpu) {

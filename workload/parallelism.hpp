@@ -34,16 +34,20 @@
 ///     shared_experts their fc1 and activation outputs, mla_up_proj the up-projected queries,
 ///     keys and values; the layer input (2/t_sp) always stays. With recompute_layers N only
 ///     the first N layers of each chunk keep their input alone; the others keep everything.
-///   The first pipeline stage holds pp micro-batches in flight (1F1B); interleaving adds
-///   (pp - 1)/(pp v) of that. A fixed reserve covers the CUDA context, NCCL buffers and
-///   fragmentation (`training.memory_reserve_GB`, stated, not measured).
+///   Stage s holds pp - s micro-batches in flight (1F1B); interleaved over v chunks, the
+///   2 (pp - s - 1) + (v - 1) pp + 1 chunk forwards before its first backward, each 1/v of its
+///   layers (the first stage: pp (1 + (pp - 1)/(pp v))). The first stage also holds the input
+///   embedding, the last the output layer (embeddings are untied) and the MTP modules; the
+///   memory reported and checked is the fuller of the two. A fixed reserve covers the CUDA
+///   context, NCCL buffers and fragmentation (`training.memory_reserve_GB`, stated, not
+///   measured).
 /// - working set: what exists only while one layer is worked on, on top of the above (the peak
 ///   is reached once, not held): with zero 3 the gathered parameters of the layer computed and
 ///   of the one prefetched (2 P_l param_gather bytes, FSDP's and ZeRO-3's prefetch of one layer
 ///   ahead), with zero >= 2 a layer's unsharded gradient before its reduce-scatter (P_l grad
 ///   bytes), with full recompute the rest of one layer's activations while its backward runs
-///   (what the layer keeps without recompute, less its input); on the last stage (reported
-///   when pp = 1) instead of those two, the logits and the loss: T V / t logits of 2 bytes, and
+///   (what the layer keeps without recompute, less its input); on the last stage, instead of
+///   those two when larger, the logits and the loss: T V / t logits of 2 bytes, and
 ///   unfused, an fp32 copy and the fp32 softmax kept for backward (+ 8 bytes a logit). P_l is
 ///   a layer's parameters on this GPU (dense and MoE averaged). Selective recompute's one
 ///   module at a time is left out.
@@ -231,6 +235,7 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
 struct MemoryBreakdown {
   double weights_GB = 0, gradients_GB = 0, optimizer_GB = 0, activations_GB = 0, reserve_GB = 0;
   double working_GB = 0;  ///< the peak's one-layer-at-a-time part (see the header)
+  int stage = 0;          ///< the pipeline stage these figures are of (the fuller)
   [[nodiscard]] double total_GB() const {
     return weights_GB + gradients_GB + optimizer_GB + activations_GB + reserve_GB + working_GB;
   }
@@ -257,13 +262,16 @@ double activation_bytes_per_layer(const ModelSpec& model, const ParallelismSpec&
                                   const TrainingSpec& t);
 
 /// The profiler view of the activation memory: each kept tensor of a layer (MB per micro-batch),
-/// what recompute leaves, and the layer-micro-batches the first stage holds in flight, which
-/// give `activations_GB`.
+/// what recompute leaves, and the layer-micro-batches pipeline stage `stage` holds in flight,
+/// which give `activations_GB`.
 std::string activation_table(const ModelSpec& model, const ParallelismSpec& p,
-                             const TrainingSpec& t, double activations_GB);
+                             const TrainingSpec& t, double activations_GB, int stage = 0);
 
-/// Parameters held by one GPU of the first pipeline stage (the fullest: embedding + layers).
-double params_per_gpu(const ModelSpec& model, const Layout& layout);
+/// Parameters held by one GPU of pipeline stage `stage`: its layers, the input embedding on the
+/// first stage, the output layer and the MTP modules on the last.
+double params_per_gpu(const ModelSpec& model, const Layout& layout, int stage = 0);
+/// The memory of one GPU of the fuller of the first and the last pipeline stage (the first
+/// holds the most micro-batches in flight, the last the output layer and the loss).
 MemoryBreakdown memory_per_gpu(const ModelSpec& model, const ParallelismSpec& p,
                                const TrainingSpec& t, const Layout& layout);
 /// Throws core::Error with the breakdown when it exceeds `capacity_GB`.
