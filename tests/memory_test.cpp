@@ -67,21 +67,33 @@ TEST(Memory, TheActivationTableListsWhatTheTotalCounts) {
             std::string::npos);
 }
 
+/// Llama 3 8B at 2,048 tokens.
+ModelSpec llama3_8b_2k() {
+  ModelSpec m = model_preset("llama3-8b");
+  m.seq_len = 2048;
+  return m;
+}
+
+/// 8 GPUs without TP in `pp` stages, full recompute.
+ParallelismSpec full_recompute_on_8(int pp, int zero, int micro_batch) {
+  ParallelismSpec p;
+  p.tp = 1;
+  p.pp = pp;
+  p.dp = 8 / pp;
+  p.zero = zero;
+  p.micro_batch = micro_batch;
+  p.recompute = "full";
+  return p;
+}
+
 // Expectation: the working set is what one layer at a time adds to the peak. FSDP (zero 3) on 8
 // GPUs, pp 1, full recompute: the gathered layer and the prefetched one (2 P_l x 2 bytes), then
 // the larger of a layer's unsharded gradient (P_l x 4 bytes, fp32 reduce) plus the rest of one
 // recomputed layer's activations, and the loss over T V logits (2 bytes fused, 10 unfused).
 // Megatron's zero 1 with pp > 1 and no recompute has none.
 TEST(Memory, WorkingSetIsTheGatheredLayersAndTheLargerOfOneLayersBackwardAndTheLoss) {
-  ModelSpec m = model_preset("llama3-8b");
-  m.seq_len = 2048;
-  ParallelismSpec p;
-  p.tp = 1;
-  p.pp = 1;
-  p.dp = 8;
-  p.zero = 3;
-  p.micro_batch = 2;
-  p.recompute = "full";
+  const ModelSpec m = llama3_8b_2k();
+  const ParallelismSpec p = full_recompute_on_8(1, 3, 2);
   TrainingSpec t;
   t.global_batch = 16;
   t.grad_reduce_dtype = "fp32";
@@ -119,15 +131,8 @@ TEST(Memory, WorkingSetIsTheGatheredLayersAndTheLargerOfOneLayersBackwardAndTheL
 // output layer and the loss over T V logits at 10 bytes each, so it is the one reported.
 // Interleaved over v = 2 the last stage holds (0 + 1 x 2 + 1) / 2 = 1.5 micro-batches.
 TEST(Memory, TheLastPipelineStageHoldsTheOutputLayerAndTheLoss) {
-  ModelSpec m = model_preset("llama3-8b");
-  m.seq_len = 2048;
-  ParallelismSpec p;
-  p.tp = 1;
-  p.pp = 2;
-  p.dp = 4;
-  p.zero = 1;
-  p.micro_batch = 1;
-  p.recompute = "full";
+  const ModelSpec m = llama3_8b_2k();
+  const ParallelismSpec p = full_recompute_on_8(2, 1, 1);
   TrainingSpec t;
   t.global_batch = 32;
   t.cross_entropy = "unfused";
