@@ -46,7 +46,8 @@
 /// activation writes 16 bits, as Megatron-Core's bias-activation fusions and PyTorch's do, and
 /// fc2's input is cast); with current scaling (fp8_recipe tensorwise) each tensor (each
 /// expert's) first has an amax pass (read 2 bytes an element) and a scale kernel, and norms no
-/// longer emit FP8. The output layer stays in BF16.
+/// longer emit FP8: a fused norm writes 16 bits and the amax in its own pass, then the scale
+/// kernel and the cast follow. The output layer stays in BF16.
 /// Optimizer (per local parameter): Adam with fp32 master weights and moments reads param, grad,
 /// m, v (16 B) and writes param, m, v and the bf16 copy (14 B); gradient clipping reads the fp32
 /// gradients again (4 B); parameters are sharded over the DP group for zero >= 1.

@@ -81,8 +81,12 @@ class BlockBuilder {
                          bool recompute = false, Producer input = Producer::none, bool bf16 = false,
                          const GemmSplit& split = {}) {
     const bool fp8 = c_.fp8() && !bf16;
-    if (fp8 && !(input == Producer::norm && fused_ && !current_scaling_))
-      for (Kernel& q : quantize(name + " input", m * split.input_rows * k * batch, split.tensors)) {
+    // A fused norm writes the FP8 input itself under delayed scaling, and its amax under current
+    // scaling.
+    const bool norm_writes = input == Producer::norm && fused_;
+    if (fp8 && !(norm_writes && !current_scaling_))
+      for (Kernel& q : quantize(name + " input", m * split.input_rows * k * batch, split.tensors,
+                                norm_writes)) {
         if (recompute) block.recompute.push_back(q);
         block.forward.push_back(std::move(q));
       }
@@ -110,14 +114,19 @@ class BlockBuilder {
   /// Delayed scaling: one cast-transpose kernel (one multi-tensor kernel for a group), the scale
   /// known from earlier steps. Current scaling (Transformer Engine's Float8CurrentScaling), per
   /// tensor: an amax pass over the input (read 2 bytes an element), a one-thread kernel turning
-  /// it into the scale, then the cast-transpose. Transformer Engine runs a norm unfused and
-  /// quantizes its output this way, and its multi-tensor cast is for delayed scaling only, so
-  /// each expert's tensor pays the chain's start-ups.
-  std::vector<Kernel> quantize(const std::string& name, double elements, int tensors) const {
+  /// it into the scale, then the cast-transpose; its multi-tensor cast is for delayed scaling
+  /// only, so each expert's tensor pays the chain's start-ups. `amax_known`: the kernel that
+  /// wrote the input also wrote its amax, so there is no amax pass (Transformer Engine's norms
+  /// under current scaling write 16 bits and the amax in one pass, create_hp_tensor_with_amax,
+  /// then quantize_with_amax scales and casts).
+  std::vector<Kernel> quantize(const std::string& name, double elements, int tensors,
+                               bool amax_known = false) const {
     if (!current_scaling_) return {c_.memory(name + " fp8 cast-transpose", 4.0 * elements)};
-    return {c_.memory(name + " amax", 2.0 * elements, tensors),
-            c_.memory(name + " fp8 scale", 0.0, tensors),
-            c_.memory(name + " fp8 cast-transpose", 4.0 * elements, tensors)};
+    std::vector<Kernel> out;
+    if (!amax_known) out.push_back(c_.memory(name + " amax", 2.0 * elements, tensors));
+    out.push_back(c_.memory(name + " fp8 scale", 0.0, tensors));
+    out.push_back(c_.memory(name + " fp8 cast-transpose", 4.0 * elements, tensors));
+    return out;
   }
   [[nodiscard]] double last_dgrad_s() const { return last_dgrad_s_; }
 
