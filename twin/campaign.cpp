@@ -35,6 +35,11 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
   return failures::simulate_trial(in, interval_s, seed, trial, log, cancel);
 }
 
+StepReport step_on(const StepFunction& step, const Cluster& cluster,
+                   const core::CancelToken* cancel) {
+  return step ? step(cluster) : simulate_step(cluster, "native", false, cancel);
+}
+
 std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Cluster& cluster,
                                                                       double healthy_step_s,
                                                                       StepFunction step) {
@@ -66,8 +71,7 @@ std::function<double(const std::vector<int>&)> degraded_link_slowdown(const Clus
       for (int i = 0; i < n[tier] && i < static_cast<int>(cache->cables[tier].size()); ++i)
         degraded.degraded_cables.emplace_back(cache->cables[tier][static_cast<std::size_t>(i)],
                                               degraded.failures.degraded_link_factor);
-    const Cluster variant = cache->cluster.with(std::move(degraded));
-    const double s = (cache->step ? cache->step(variant) : simulate_step(variant)).step_time_s /
+    const double s = step_on(cache->step, cache->cluster.with(std::move(degraded))).step_time_s /
                      cache->healthy_step_s;
     std::lock_guard<std::mutex> lock(cache->mutex);
     return cache->slowdown.emplace(n, s).first->second;
@@ -244,14 +248,13 @@ CampaignReport run_campaign(const Scenario& scenario, const CampaignOptions& opt
 CampaignReport run_campaign(const Cluster& cluster, const CampaignOptions& options,
                             const StepReport* healthy_step) {
   const Scenario& scenario = cluster.scenario();
-  auto step = [&](const Cluster& c) {
-    return options.step ? options.step(c) : simulate_step(c, "native", false, options.cancel);
-  };
-  const StepReport healthy = healthy_step ? *healthy_step : step(cluster);
+  const StepReport healthy =
+      healthy_step ? *healthy_step : step_on(options.step, cluster, options.cancel);
   Scenario slow = scenario;
   slow.slow_gpu = 0;
   slow.slow_factor = scenario.failures.straggler_factor;
-  const StepReport straggling = step(cluster.with(std::move(slow)));
+  const StepReport straggling =
+      step_on(options.step, cluster.with(std::move(slow)), options.cancel);
   CampaignInputs in;
   in.gpus = healthy.gpus;
   in.gpus_per_node = scenario.cluster.gpus_per_node;

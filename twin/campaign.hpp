@@ -43,6 +43,10 @@ TrialResult run_trial(const CampaignInputs& in, double interval_s, std::uint64_t
 /// step a campaign simulates (healthy, straggling, degraded) uses the same values.
 using StepFunction = std::function<StepReport(const Cluster&)>;
 
+/// The cluster's step on `step`, or simulate_step (native engine, `cancel` checked) when empty.
+StepReport step_on(const StepFunction& step, const Cluster& cluster,
+                   const core::CancelToken* cancel = nullptr);
+
 /// Step time with n[k] cables of tier k (NIC-leaf, leaf-spine, spine-core) degraded to
 /// failures.degraded_link_factor, over `healthy_step_s`: the step (`step`, empty: simulate_step)
 /// of the scenario with the first n[k] cables of each tier degraded (a fat tree's cables of one

@@ -69,7 +69,7 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
   run.precision = c.scenario.training.precision;
   try {
     const Cluster cluster(c.scenario);
-    const StepReport report = model ? model(cluster) : simulate_step(cluster);
+    const StepReport report = step_on(model, cluster);
     run.simulated = metric_value(run.metric, cluster, report, model);
     if (!std::isfinite(run.simulated))
       throw core::Error("validation.metric", run.metric, "the simulated figure is not finite",
