@@ -12,6 +12,7 @@
 #include "topology/routing.hpp"
 #include "twin/fabric_report.hpp"
 #include "twin/step_sim.hpp"
+#include "workload/memory.hpp"
 
 namespace twin::cli {
 namespace {

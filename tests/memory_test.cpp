@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "workload/memory.hpp"
 #include "workload/model.hpp"
 #include "workload/parallelism.hpp"
 

@@ -17,6 +17,7 @@
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 #include "workload/kernel_cost.hpp"
+#include "workload/memory.hpp"
 #include "workload/step_program.hpp"
 
 namespace twin::workload {

@@ -32,6 +32,7 @@
 #include "core/cancel.hpp"
 #include "twin/cluster.hpp"
 #include "twin/scenario.hpp"
+#include "workload/memory.hpp"
 #include "workload/parallelism.hpp"
 #include "workload/step_program.hpp"
 
