@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "core/error.hpp"
@@ -23,19 +24,27 @@ constexpr std::size_t kTypicalHops = 8;
 
 struct GroupShape {
   std::vector<int> nodes;  ///< servers in order of first appearance
+  /// The group's GPUs on each of `nodes`, in GPU order.
+  std::vector<std::vector<int>> members;
   bool whole_nodes = false;
 };
 
 GroupShape shape_of(const topology::Fabric& fabric, const std::vector<int>& group) {
   GroupShape s;
-  std::map<int, int> count;
+  std::map<int, std::size_t> slot;
   for (int g : group) {
     const int host = fabric.host_of_gpu(g);
-    if (count[host]++ == 0) s.nodes.push_back(host);
+    const auto [it, added] = slot.emplace(host, s.nodes.size());
+    if (added) {
+      s.nodes.push_back(host);
+      s.members.emplace_back();
+    }
+    s.members[it->second].push_back(g);
   }
-  const int per = fabric.cluster().gpus_per_node;
-  s.whole_nodes =
-      std::all_of(count.begin(), count.end(), [&](auto& kv) { return kv.second == per; });
+  for (auto& m : s.members) std::sort(m.begin(), m.end());
+  const auto per = static_cast<std::size_t>(fabric.cluster().gpus_per_node);
+  s.whole_nodes = std::all_of(s.members.begin(), s.members.end(),
+                              [&](const auto& m) { return m.size() == per; });
   return s;
 }
 
@@ -53,20 +62,29 @@ void add_ring(std::vector<Transfer>& out, const std::vector<int>& order, double 
     out.push_back({Kind::gpu_to_gpu, order[i], order[(i + 1) % n], 1, edge_bytes});
 }
 
-/// Rail-aligned ring channels over whole nodes: channel c enters node i on rail (c+i) mod G and
-/// leaves on rail (c+i+1) mod G.
-std::vector<std::vector<int>> rail_rings(const topology::Fabric& fabric, const GroupShape& s) {
-  const int per = fabric.cluster().gpus_per_node;
+/// Ring channels over a group with the same number k >= 2 of GPUs on each of its nodes: as NCCL
+/// spreads its channels over every NIC near the communicator's GPUs, there is one channel per
+/// local GPU, and channel c enters node i at the group's local GPU (c+i) mod k and leaves at
+/// (c+i+1) mod k, so that each inter-node hop joins GPUs of the same local index (the same rail
+/// when every node holds the group on the same GPUs: whole nodes, or a data-parallel group of
+/// TP-rank-aligned GPUs) and each of the k NICs carries 1/k of the ring's bytes. Empty when the
+/// group is on one node, has one GPU per node, or spreads unevenly (one ring in group order).
+std::vector<std::vector<int>> channel_rings(const GroupShape& s) {
+  if (s.nodes.size() < 2) return {};
+  const std::size_t k = s.members.front().size();
+  if (k < 2 ||
+      std::any_of(s.members.begin(), s.members.end(), [&](const auto& m) { return m.size() != k; }))
+    return {};
   std::vector<std::vector<int>> rings;
-  for (int c = 0; c < per; ++c) {
+  for (std::size_t c = 0; c < k; ++c) {
     std::vector<int> order;
     for (std::size_t i = 0; i < s.nodes.size(); ++i) {
-      const int entry = static_cast<int>((c + i) % per), exit = static_cast<int>((c + i + 1) % per);
-      const int base = s.nodes[i] * per;
-      order.push_back(base + entry);
-      for (int g = 0; g < per; ++g)
-        if (g != entry && g != exit) order.push_back(base + g);
-      if (exit != entry) order.push_back(base + exit);
+      const std::size_t entry = (c + i) % k, exit = (c + i + 1) % k;
+      const auto& local = s.members[i];
+      order.push_back(local[entry]);
+      for (std::size_t g = 0; g < k; ++g)
+        if (g != entry && g != exit) order.push_back(local[g]);
+      if (exit != entry) order.push_back(local[exit]);
     }
     rings.push_back(std::move(order));
   }
@@ -82,13 +100,10 @@ Phase ring_phase(const topology::Fabric& fabric, CollectiveOp op,
     phase.scope = scope_of(s);
     phase.scale = scale_of(s, group.size());
     const double total = busbw_factor(op, static_cast<int>(group.size())) * bytes;
-    if (s.whole_nodes && s.nodes.size() > 1) {
-      const auto rings = rail_rings(fabric, s);
-      for (const auto& ring : rings)
-        add_ring(phase.transfers, ring, total / static_cast<double>(rings.size()));
-    } else {
-      add_ring(phase.transfers, group, total);
-    }
+    const auto rings = channel_rings(s);
+    for (const auto& ring : rings)
+      add_ring(phase.transfers, ring, total / static_cast<double>(rings.size()));
+    if (rings.empty()) add_ring(phase.transfers, group, total);
   }
   return phase;
 }

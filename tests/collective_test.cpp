@@ -64,6 +64,21 @@ TEST(Collective, RingAcrossNodesIsNicLimitedOnANonBlockingFabric) {
   EXPECT_NEAR(r.time_s, latency_s + r.phase_flow_s[0] / 0.862, 1e-12);
 }
 
+TEST(Collective, APartNodeGroupSpreadsItsRingOverEveryNicOfItsGpus) {
+  Sim s(4);
+  // A data-parallel group of TP-2 ranks: GPUs 0, 2, 4, 6 of each of 4 nodes. NCCL runs one
+  // channel per local GPU, each crossing between nodes on its own rail: each of the 4 NICs
+  // carries 2(N-1)/N * S / 4 at 50 GB/s (not all of it through one NIC).
+  std::vector<int> group;
+  for (int node = 0; node < 4; ++node)
+    for (int g = 0; g < 8; g += 2) group.push_back(8 * node + g);
+  const auto r = s.sim.run("all_reduce", "ring", {group}, kGiB);
+  EXPECT_NEAR(r.phase_flow_s[0], 2.0 * 15 / 16 * kGiB / 4 / 50e9, 1e-12);
+  // One GPU per node still has one NIC: the same bytes per NIC from an eighth of the buffer.
+  const auto one = s.sim.run("all_reduce", "ring", {range(0, 4, 8)}, kGiB);
+  EXPECT_NEAR(one.phase_flow_s[0], 2.0 * 3 / 4 * kGiB / 50e9, 1e-12);
+}
+
 TEST(Collective, AllToAllAcrossNodesIsNicLimited) {
   Sim s(8);
   // One rank per node: each sends 7/8 of its buffer through its one NIC.
