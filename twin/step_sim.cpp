@@ -202,7 +202,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         const double g = t.grad_bytes();
         const double gathered = t.param_gather_bytes() * cc.params;
         const double once = shared ? 1.0 : 0.0;
-        double dp = 0, gather = 0, scatter = 0, hsdp = 0;
+        double dp = 0, gather = 0, scatter = 0, hsdp = 0, param_gather = 0;
         const int shard = layout.shard_group;
         // Collectives per chunk: sharded gradients (zero >= 2: PyTorch FSDP, ZeRO-2/3) move one
         // unit per transformer layer; Megatron's DDP and distributed optimizer move buckets of
@@ -231,9 +231,9 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
           dp = collective(fmt::format("DP {} s{} c{}", op, s, c), op,
                           layout.dp_groups(s, layout.dp), g * dense_params, once, units);
           if (p.zero >= 1)  // distributed optimizer: gather the updated shards back
-            comm[s].param_gather_s += collective(
-                fmt::format("DP param all_gather s{} c{}", s, c), "all_gather",
-                layout.dp_groups(s, layout.dp), t.param_gather_bytes() * dense_params, once, units);
+            param_gather = collective(fmt::format("DP param all_gather s{} c{}", s, c),
+                                      "all_gather", layout.dp_groups(s, layout.dp),
+                                      t.param_gather_bytes() * dense_params, once, units);
           if (cc.expert_params > 0 && layout.expert_dp() > 1)
             dp += collective(
                 fmt::format("DP expert {} s{} c{}", op, s, c), op, layout.expert_dp_groups(s),
@@ -244,6 +244,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         comm[s].fsdp_gather_s.push_back(gather);
         comm[s].fsdp_scatter_s.push_back(scatter);
         comm[s].hsdp_reduce_s.push_back(hsdp);
+        comm[s].param_gather_s.push_back(param_gather);
       }
     }
     return comm;

@@ -64,6 +64,9 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   std::vector<double> busy(pp, 0.0), compute_sum(pp, 0.0), tp_sum(pp, 0.0), ep_sum(pp, 0.0),
       exposed(pp, 0.0);
   std::vector<std::vector<int>> backward_done(pp, std::vector<int>(v, 0));
+  // When each chunk's first forward started (the distributed optimizer's parameter gather of
+  // the next chunk is dispatched then).
+  std::vector<std::vector<double>> first_forward(pp, std::vector<double>(v, 0.0));
   Instance out;
   auto comm_job = [&](int s, double issue, double duration, const std::string& name) {
     if (duration <= 0) return;
@@ -102,7 +105,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   // background: the gradient synchronization issued on a chunk's last backward, which runs on
   // the communication stream while the op's output already leaves for the next stage.
   struct OpTime {
-    double compute = 0, tp = 0, ep = 0, traffic = 0, background = 0;
+    double compute = 0, tp = 0, ep = 0, traffic = 0, background = 0, param_gather = 0;
     std::string what;
   };
   auto time_of = [&](int s, const Op& op, double start) {
@@ -118,6 +121,15 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
         o.what += " + reduce_scatter";
       }
     }
+    // Distributed optimizer with overlap_param_gather: the updated parameters are gathered
+    // bucket by bucket during the step's first micro-batch (Megatron-Core
+    // DistributedDataParallel: each bucket's forward pre-hook waits for its all-gather and
+    // dispatches the next one, across model chunks too); later micro-batches reuse them.
+    if (t.overlap_param_gather && op.forward && op.micro_batch == 0 &&
+        comm[s].param_gather_s[op.chunk] > 0) {
+      o.param_gather = comm[s].param_gather_s[op.chunk];
+      o.what += o.what.empty() ? "DP param all_gather" : " + DP param all_gather";
+    }
     if (t.overlap_grad_reduce && !op.forward && backward_done[s][op.chunk] + 1 == m) {
       o.background = comm[s].dp_sync_s[op.chunk] + comm[s].hsdp_reduce_s[op.chunk];
       if (comm[s].dp_sync_s[op.chunk] > 0)
@@ -128,7 +140,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     const double work = (op.forward ? c.forward_s : c.backward_s) * scale[s];
     const double tensor = (op.forward ? c.forward_tensor_s : c.backward_tensor_s) * scale[s];
     // Data-parallel traffic beside this op (issued with it, or still running from before).
-    const double issued = o.traffic + o.background;
+    const double issued = o.traffic + o.background + o.param_gather;
     const double window = issued > 0 ? issued : std::max(0.0, comm_free[s] - start);
     o.compute = work + contention.extra(tensor, work - tensor, window);
     // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs. The
@@ -168,9 +180,21 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   // One node of the compute stream (an op, or a merged forward + backward) from `start`, its
   // work lasting `work_s`, with the data-parallel traffic issued with it: returns its end.
   auto run_node = [&](int s, double start, double work_s, double traffic, double background,
-                      const std::string& what, int chunk) {
+                      const std::string& what, int chunk, double param_gather = 0) {
     double finish = start + work_s;
     const double layers = std::max(1, layout.layers(s, chunk));
+    if (param_gather > 0) {
+      // Each bucket's gather is dispatched by the forward pre-hook of the bucket before it,
+      // the first chunk's when the optimizer step ended (the step's start), a later chunk's
+      // while the chunk before runs its first forward; the chunk's last layer cannot run
+      // before the gather ends.
+      first_forward[s][chunk] = start;
+      const double issue = chunk == 0 ? 0.0 : first_forward[s][chunk - 1];
+      comm_job(s, issue, param_gather, fmt::format("{} c{}", what, chunk));
+      const double with_gather = std::max(finish, comm_free[s] + work_s / layers);
+      exposed[s] += with_gather - finish;
+      finish = with_gather;
+    }
     if (traffic > 0) {
       const double traffic_start = std::max(start, comm_free[s]);
       comm_job(s, start, traffic, fmt::format("{} c{}", what, chunk));
@@ -239,8 +263,9 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           const double work = compute + slowed + ep_exposed;
           std::string what = f.what;
           if (!b.what.empty()) what += what.empty() ? b.what : " + " + b.what;
-          const double finish = run_node(s, start, work, f.traffic + b.traffic,
-                                         f.background + b.background, what, op.chunk);
+          const double finish =
+              run_node(s, start, work, f.traffic + b.traffic, f.background + b.background, what,
+                       op.chunk, f.param_gather + b.param_gather);
           busy[s] += finish - start;
           compute_free[s] = finish;
           // Both ops end with the node (their outputs leave when it completes); the timeline
@@ -256,8 +281,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
         }
         const double start = std::max(in->ready, compute_free[s]);
         const OpTime o = time_of(s, op, start);
-        const double finish =
-            run_node(s, start, o.compute + o.tp + o.ep, o.traffic, o.background, o.what, op.chunk);
+        const double finish = run_node(s, start, o.compute + o.tp + o.ep, o.traffic, o.background,
+                                       o.what, op.chunk, o.param_gather);
         // Non-interleaved 1F1B sends each output with a blocking send/recv (Megatron-LM's
         // forward_backward_pipelining_without_interleaving waits on send_forward_recv_backward;
         // DeepSpeed's PipelineEngine runs SendActivation / SendGrad as steps of its schedule):
@@ -286,12 +311,14 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     double stage_end = comm_end + optimizer_s[s];
     out.timeline.push_back({s, "compute", "optimizer", comm_end, stage_end});
     // Distributed optimizer: the updated parameter shards are all-gathered; with
-    // overlap_param_gather that runs under the next step's first forwards.
-    if (!t.overlap_param_gather && comm[s].param_gather_s > 0) {
+    // overlap_param_gather that runs under the next step's first forwards (time_of above).
+    double param_gather = 0;
+    for (double g : comm[s].param_gather_s) param_gather += g;
+    if (!t.overlap_param_gather && param_gather > 0) {
       out.timeline.push_back(
-          {s, "comm", "DP param all_gather", stage_end, stage_end + comm[s].param_gather_s});
-      exposed[s] += comm[s].param_gather_s;
-      stage_end += comm[s].param_gather_s;
+          {s, "comm", "DP param all_gather", stage_end, stage_end + param_gather});
+      exposed[s] += param_gather;
+      stage_end += param_gather;
     }
     if (stage_end > out.step_s) {
       out.step_s = stage_end;

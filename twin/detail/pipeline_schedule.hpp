@@ -19,8 +19,10 @@ struct StageComm {
   double ep_s = 0;       ///< one all-to-all
   double p2p_s = 0;      ///< activation to the next stage
   double cp_s = 0;       ///< one ring-attention K/V exchange step
-  double param_gather_s = 0;  ///< distributed optimizer: all-gather of the updated parameters
-  std::vector<double> dp_sync_s, fsdp_gather_s, fsdp_scatter_s, hsdp_reduce_s;  ///< per chunk
+  /// Per chunk: the gradient synchronization, FSDP's gathers and reduce-scatters, HSDP's
+  /// cross-replica all-reduce and the distributed optimizer's all-gather of the updated
+  /// parameters.
+  std::vector<double> dp_sync_s, fsdp_gather_s, fsdp_scatter_s, hsdp_reduce_s, param_gather_s;
 };
 
 struct Instance {
