@@ -105,8 +105,25 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   // background: the gradient synchronization issued on a chunk's last backward, which runs on
   // the communication stream while the op's output already leaves for the next stage.
   struct OpTime {
-    double compute = 0, tp = 0, ep = 0, traffic = 0, background = 0, param_gather = 0;
+    double compute = 0, tp = 0, ep = 0, traffic = 0, background = 0;
     std::string what;
+  };
+  // Distributed optimizer with overlap_param_gather: the updated parameters are gathered bucket
+  // by bucket during the step's first micro-batch (Megatron-Core DistributedDataParallel: each
+  // bucket's forward pre-hook waits for its all-gather and dispatches the next), the first
+  // chunk's from the step's start (the optimizer step just ended), a later chunk's while the
+  // chunk before runs its first forward (the interleaved schedule's param_sync_func); later
+  // micro-batches reuse them. Dispatched when a chunk's first forward is about to run, so that
+  // the ops beside it see its traffic; returns when it ends (0: none).
+  auto gather_parameters = [&](int s, const Op& op, double start) {
+    if (!t.overlap_param_gather || !op.forward || op.micro_batch != 0 ||
+        !(comm[s].param_gather_s[op.chunk] > 0))
+      return 0.0;
+    first_forward[s][op.chunk] = start;
+    const double issue = op.chunk == 0 ? 0.0 : first_forward[s][op.chunk - 1];
+    comm_job(s, issue, comm[s].param_gather_s[op.chunk],
+             fmt::format("DP param all_gather c{}", op.chunk));
+    return comm_free[s];
   };
   auto time_of = [&](int s, const Op& op, double start) {
     OpTime o;
@@ -121,15 +138,6 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
         o.what += " + reduce_scatter";
       }
     }
-    // Distributed optimizer with overlap_param_gather: the updated parameters are gathered
-    // bucket by bucket during the step's first micro-batch (Megatron-Core
-    // DistributedDataParallel: each bucket's forward pre-hook waits for its all-gather and
-    // dispatches the next one, across model chunks too); later micro-batches reuse them.
-    if (t.overlap_param_gather && op.forward && op.micro_batch == 0 &&
-        comm[s].param_gather_s[op.chunk] > 0) {
-      o.param_gather = comm[s].param_gather_s[op.chunk];
-      o.what += o.what.empty() ? "DP param all_gather" : " + DP param all_gather";
-    }
     if (t.overlap_grad_reduce && !op.forward && backward_done[s][op.chunk] + 1 == m) {
       o.background = comm[s].dp_sync_s[op.chunk] + comm[s].hsdp_reduce_s[op.chunk];
       if (comm[s].dp_sync_s[op.chunk] > 0)
@@ -140,7 +148,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     const double work = (op.forward ? c.forward_s : c.backward_s) * scale[s];
     const double tensor = (op.forward ? c.forward_tensor_s : c.backward_tensor_s) * scale[s];
     // Data-parallel traffic beside this op (issued with it, or still running from before).
-    const double issued = o.traffic + o.background + o.param_gather;
+    const double issued = o.traffic + o.background;
     const double window = issued > 0 ? issued : std::max(0.0, comm_free[s] - start);
     o.compute = work + contention.extra(tensor, work - tensor, window);
     // TP collectives: exposed, or (tp_comm_overlap) hidden behind the neighbouring GEMMs. The
@@ -180,18 +188,12 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   // One node of the compute stream (an op, or a merged forward + backward) from `start`, its
   // work lasting `work_s`, with the data-parallel traffic issued with it: returns its end.
   auto run_node = [&](int s, double start, double work_s, double traffic, double background,
-                      const std::string& what, int chunk, double param_gather = 0) {
+                      const std::string& what, int chunk, double gather_end = 0) {
     double finish = start + work_s;
     const double layers = std::max(1, layout.layers(s, chunk));
-    if (param_gather > 0) {
-      // Each bucket's gather is dispatched by the forward pre-hook of the bucket before it,
-      // the first chunk's when the optimizer step ended (the step's start), a later chunk's
-      // while the chunk before runs its first forward; the chunk's last layer cannot run
-      // before the gather ends.
-      first_forward[s][chunk] = start;
-      const double issue = chunk == 0 ? 0.0 : first_forward[s][chunk - 1];
-      comm_job(s, issue, param_gather, fmt::format("{} c{}", what, chunk));
-      const double with_gather = std::max(finish, comm_free[s] + work_s / layers);
+    if (gather_end > 0) {
+      // The chunk's last layer cannot run before its parameters' gather ends.
+      const double with_gather = std::max(finish, gather_end + work_s / layers);
       exposed[s] += with_gather - finish;
       finish = with_gather;
     }
@@ -249,6 +251,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           const auto bin = input_of(s, bwd);
           if (!bin) break;
           const double start = std::max({in->ready, bin->ready, compute_free[s]});
+          const double gather_end = gather_parameters(s, op, start);
           OpTime f = time_of(s, op, start);
           OpTime b = time_of(s, bwd, start);
           const double compute = f.compute + b.compute + f.tp + b.tp;
@@ -263,9 +266,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           const double work = compute + slowed + ep_exposed;
           std::string what = f.what;
           if (!b.what.empty()) what += what.empty() ? b.what : " + " + b.what;
-          const double finish =
-              run_node(s, start, work, f.traffic + b.traffic, f.background + b.background, what,
-                       op.chunk, f.param_gather + b.param_gather);
+          const double finish = run_node(s, start, work, f.traffic + b.traffic,
+                                         f.background + b.background, what, op.chunk, gather_end);
           busy[s] += finish - start;
           compute_free[s] = finish;
           // Both ops end with the node (their outputs leave when it completes); the timeline
@@ -280,9 +282,10 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           continue;
         }
         const double start = std::max(in->ready, compute_free[s]);
+        const double gather_end = gather_parameters(s, op, start);
         const OpTime o = time_of(s, op, start);
         const double finish = run_node(s, start, o.compute + o.tp + o.ep, o.traffic, o.background,
-                                       o.what, op.chunk, o.param_gather);
+                                       o.what, op.chunk, gather_end);
         // Non-interleaved 1F1B sends each output with a blocking send/recv (Megatron-LM's
         // forward_backward_pipelining_without_interleaving waits on send_forward_recv_backward;
         // DeepSpeed's PipelineEngine runs SendActivation / SendGrad as steps of its schedule):
