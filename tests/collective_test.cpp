@@ -77,6 +77,10 @@ TEST(Collective, APartNodeGroupSpreadsItsRingOverEveryNicOfItsGpus) {
   // One GPU per node still has one NIC: the same bytes per NIC from an eighth of the buffer.
   const auto one = s.sim.run("all_reduce", "ring", {range(0, 4, 8)}, kGiB);
   EXPECT_NEAR(one.phase_flow_s[0], 2.0 * 3 / 4 * kGiB / 50e9, 1e-12);
+  // Spread unevenly (3 GPUs on one node, 1 on the other): one ring in group order, whose two
+  // inter-node hops each carry the whole 2(N-1)/N * S.
+  const auto uneven = s.sim.run("all_reduce", "ring", {{0, 1, 2, 8}}, kGiB);
+  EXPECT_NEAR(uneven.phase_flow_s[0], 2.0 * 3 / 4 * kGiB / 50e9, 1e-12);
 }
 
 TEST(Collective, AllToAllAcrossNodesIsNicLimited) {

@@ -157,6 +157,34 @@ TEST(Step, TheFirstForwardWaitsForTheParameterGatherItCannotHide) {
   EXPECT_GT(breakdown(on, "dp_comm_exposed"), gather - first.compute_s);
 }
 
+TEST(Step, ALaterChunksParameterGatherRunsWhileTheChunkBeforeComputes) {
+  // Interleaved over 2 chunks: chunk 1's gather is dispatched with chunk 0's first forward and
+  // runs after chunk 0's on the communication stream, while chunk 0's micro-batches compute;
+  // here it ends before chunk 1's first forward, which then waits for nothing.
+  const StepReport r = simulate_step(load_scenario(
+      "",
+      {"cluster.nodes=8", "cluster.gpus_per_node=1", "cluster.nics_per_node=1",
+       "cluster.nic_gbps=400", "fabric.tiers=2", "model.preset=llama3-8b", "model.vocab=512",
+       "parallelism.tp=1", "parallelism.pp=2", "parallelism.dp=4", "parallelism.virtual_stages=2",
+       "parallelism.recompute=full", "training.global_batch=16"}));
+  auto op = [&](const std::string& stream, const std::string& name) {
+    for (const auto& o : r.timeline)
+      if (o.stage == 0 && o.stream == stream && o.name == name) return o;
+    ADD_FAILURE() << name;
+    return TimelineOp{};
+  };
+  const TimelineOp gather0 = op("comm", "DP param all_gather c0"),
+                   gather1 = op("comm", "DP param all_gather c1");
+  const TimelineOp first0 = op("compute", "F c0 mb0"), first1 = op("compute", "F c1 mb0");
+  EXPECT_DOUBLE_EQ(gather0.start_s, first0.start_s);
+  EXPECT_DOUBLE_EQ(gather1.start_s, gather0.end_s);  // queued behind chunk 0's
+  ASSERT_LT(gather1.end_s, first1.start_s);
+  EXPECT_NEAR(first1.end_s - first1.start_s, first1.compute_s, 1e-9);
+  // Dispatched only with chunk 1's own first forward, it would have held that forward (8
+  // layers) up: gather + F / 8 > F.
+  EXPECT_GT(gather1.end_s - gather1.start_s + first1.compute_s / 8, first1.compute_s);
+}
+
 TEST(Step, AStragglerSlowsEveryone) {
   Scenario s = load_scenario(kScenarios + "small-3tier.yaml");
   const StepReport healthy = simulate_step(s);
