@@ -186,7 +186,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   };
 
   // One node of the compute stream (an op, or a merged forward + backward) from `start`, its
-  // work lasting `work_s`, with the data-parallel traffic issued with it: returns its end.
+  // work lasting `work_s`, with the data-parallel traffic issued with it and, on a chunk's first
+  // forward, the end of its parameter gather (`gather_end`, 0: none): returns its end.
   auto run_node = [&](int s, double start, double work_s, double traffic, double background,
                       const std::string& what, int chunk, double gather_end = 0) {
     double finish = start + work_s;
@@ -314,7 +315,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     double stage_end = comm_end + optimizer_s[s];
     out.timeline.push_back({s, "compute", "optimizer", comm_end, stage_end});
     // Distributed optimizer: the updated parameter shards are all-gathered; with
-    // overlap_param_gather that runs under the next step's first forwards (time_of above).
+    // overlap_param_gather that runs under the step's first forwards (gather_parameters above).
     double param_gather = 0;
     for (double g : comm[s].param_gather_s) param_gather += g;
     if (!t.overlap_param_gather && param_gather > 0) {
