@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/ids.hpp"
 #include "core/rng.hpp"
+#include "core/stats.hpp"
 #include "core/text.hpp"
 #include "core/units.hpp"
 
@@ -106,6 +107,18 @@ TEST(Text, ThousandsSeparators) {
   // The most negative int64 has no positive counterpart: printed without overflow.
   EXPECT_EQ(with_commas(std::numeric_limits<std::int64_t>::min()), "-9,223,372,036,854,775,808");
   EXPECT_EQ(with_commas(-4096), "-4,096");
+}
+
+// The trimmed mean keeps the smaller ceil(n / 2) values whatever the larger half holds, and, unlike
+// the median, moves with every one of them.
+TEST(Stats, MeanOfTheSmallerHalfIgnoresTheLargerHalf) {
+  EXPECT_DOUBLE_EQ(mean_of_smaller_half({}), 0.0);
+  EXPECT_DOUBLE_EQ(mean_of_smaller_half({7}), 7.0);
+  EXPECT_DOUBLE_EQ(mean_of_smaller_half({9, 1, 100, 2, 3}), 2.0);  // 1, 2, 3
+  EXPECT_DOUBLE_EQ(mean_of_smaller_half({9, 1, 1e9, 2, 3}), 2.0);  // the outlier is dropped
+  EXPECT_DOUBLE_EQ(mean_of_smaller_half({4, 1, 3, 2}), 1.5);       // 1, 2
+  EXPECT_DOUBLE_EQ(median({9, 0.5, 100, 2, 3}), median({9, 1, 100, 2, 3}));  // 3 both times
+  EXPECT_DOUBLE_EQ(mean_of_smaller_half({9, 0.5, 100, 2, 3}), 5.5 / 3);
 }
 
 }  // namespace

@@ -83,9 +83,10 @@ std::vector<Run> training_runs(const std::vector<const ValidationCase*>& trainin
 /// and its memo, serves one validation directory.
 class ErrorMemo {
  public:
-  /// Median |error| of the runs that simulate with `p`, or NaN when none do.
-  double median_abs_error(const std::vector<const Run*>& runs, const FittedParameters& p,
-                          int threads) {
+  /// The fit's objective: the mean |error| of the better-agreeing half of the runs that simulate
+  /// with `p` (validation_fit.hpp), or NaN when none do.
+  double trimmed_abs_error(const std::vector<const Run*>& runs, const FittedParameters& p,
+                           int threads) {
     std::vector<ValidationCase> missing;
     std::vector<Key> missing_keys;
     for (const auto* r : runs)
@@ -100,7 +101,7 @@ class ErrorMemo {
     std::vector<double> errors;
     for (const auto* r : runs)
       if (const auto& e = errors_.at(key(*r, p))) errors.push_back(*e);
-    return errors.empty() ? std::nan("") : core::median(std::move(errors));
+    return errors.empty() ? std::nan("") : core::mean_of_smaller_half(std::move(errors));
   }
 
  private:
@@ -144,7 +145,7 @@ FittedParameters fit(const std::vector<const ValidationCase*>& training, int thr
     auto memory_error = [&](double e) {
       FittedParameters trial = p;
       trial.memory_bound_efficiency = e;
-      return memo.median_abs_error(all, trial, threads);
+      return memo.trimmed_abs_error(all, trial, threads);
     };
     // With no run that simulates, the STREAM rate (the profiles' default without a fit).
     p.memory_bound_efficiency = search(kMemoryGrid, memory_error).value_or(1.0);
@@ -153,7 +154,7 @@ FittedParameters fit(const std::vector<const ValidationCase*>& training, int thr
       const auto g = search(kGemmGrid, [&](double value) {
         FittedParameters trial = p;
         trial.gemm16_efficiency[profile] = value;
-        return memo.median_abs_error(kind, trial, threads);
+        return memo.trimmed_abs_error(kind, trial, threads);
       });
       if (!g) continue;  // none of them simulates: the prior stands
       p.gemm16_efficiency[profile] = *g;
@@ -217,7 +218,7 @@ Fitter step_model_fitter(int threads) {
       "kernels.memory_bound_efficiency, one value for every GPU kind, and the 16-bit GEMM rate "
       "of each GPU kind with no sustained 16-bit GEMM measured ({} of the shipped profiles, "
       "fitted on its BF16/FP16 runs when there are at least {}), each the value that minimizes "
-      "the median |error| of its runs",
+      "the mean |error| of the better-agreeing half of its runs",
       priors, kMinGemmRuns);
   f.parameters = 1 + priors;
   f.fit = [threads, memo = std::make_shared<ErrorMemo>()](
