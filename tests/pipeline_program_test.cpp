@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "program_helpers.hpp"
+#include "test_helpers.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 #include "workload/kernel_cost.hpp"
 #include "workload/memory.hpp"
+#include "workload/pipeline_layout.hpp"
 #include "workload/step_program.hpp"
 
 namespace twin::workload {
@@ -42,6 +44,81 @@ TEST(Pipeline, AutoStageLayersRunsLlama405bOn16Stages) {
   for (int n : r.stage_layers) sum += n;
   EXPECT_EQ(sum, 126);
   EXPECT_EQ(r.stage_layers.back(), 7);  // the output layer of a 128K vocabulary is worth ~1
+}
+
+// DeepSeek-V3's H100 recipe: the embedding with one layer, 30 virtual stages of two, the MTP
+// module with the loss alone, on 8 ranks of 4 chunks; virtual stage i is chunk i / 8 of rank i % 8.
+TEST(PipelineLayout, MegatronLayoutStringsGiveEveryChunksLayers) {
+  ModelSpec m;
+  m.layers = 61;
+  m.mtp_layers = 1;
+  const PipelineLayout l = parse_pipeline_layout("Et|(tt|)*30mL", m, 8);
+  EXPECT_EQ(l.virtual_stages, 4);
+  std::vector<int> expected(32, 2);
+  expected.front() = 1;
+  expected.back() = 0;
+  EXPECT_EQ(l.chunk_layers, expected);
+  // x*n repeats one character; commas and blanks are decoration.
+  m.layers = 94;
+  m.mtp_layers = 0;
+  const PipelineLayout accounted = parse_pipeline_layout("Et*2|(t*3|)*30, ttL", m, 8);
+  EXPECT_EQ(accounted.chunk_layers.front(), 2);
+  EXPECT_EQ(accounted.chunk_layers[1], 3);
+  EXPECT_EQ(accounted.chunk_layers.back(), 2);
+  EXPECT_EQ(accounted.chunk_layers.size(), 32u);
+}
+
+TEST(PipelineLayout, BadLayoutsNameTheReason) {
+  ModelSpec m;
+  m.layers = 4;
+  auto reason = [&](const std::string& text, int pp) {
+    return test::error_of([&] { parse_pipeline_layout(text, m, pp); });
+  };
+  EXPECT_EQ(reason("Ett|tL", 2).field(), "parallelism.pipeline_layout");
+  EXPECT_NE(reason("Ett|tt|L", 2).reason().find("not a multiple of parallelism.pp (2)"),
+            std::string::npos);
+  EXPECT_NE(reason("Ett|tL", 2).reason().find("places 3 transformer layers"), std::string::npos);
+  EXPECT_NE(reason("tEt|ttL", 2).reason().find("embedding (E) comes first"), std::string::npos);
+  EXPECT_NE(reason("Ett|tLt", 2).reason().find("(L) come last"), std::string::npos);
+  EXPECT_NE(reason("Ett|tmtL", 2).reason().find("model.mtp_layers is 0"), std::string::npos);
+  EXPECT_NE(reason("Etx|ttL", 2).reason().find("unknown layer 'x'"), std::string::npos);
+  EXPECT_NE(reason("E(t|)*2ttL", 2).reason().find("has 3 virtual stages"), std::string::npos);
+  EXPECT_NE(reason("E((t)*2)*2|L", 2).reason().find("do not nest"), std::string::npos);
+  EXPECT_NE(reason("E(tt|L", 2).reason().find("not closed"), std::string::npos);
+  EXPECT_NE(reason("Et*|tttL", 2).reason().find("(...)*n or x*n"), std::string::npos);
+  EXPECT_NE(reason("E()*2tt|ttL", 2).reason().find("empty"), std::string::npos);
+  EXPECT_NE(reason("E*tt|ttL", 2).reason().find("(...)*n or x*n"), std::string::npos);
+  EXPECT_NE(reason("Et*999999999|L", 2).reason().find("more than"), std::string::npos);
+  m.mtp_layers = 1;
+  EXPECT_NE(reason("Ettm|ttL", 2).reason().find("on the last stage"), std::string::npos);
+  EXPECT_NE(reason("Ett|tmtL", 2).reason().find("come before the MTP"), std::string::npos);
+}
+
+// A layout puts the loss alone in the last chunk: the chunks a step runs are the layout's, and
+// virtual_stages must agree with it.
+TEST(PipelineLayout, TheStepRunsTheLayoutsChunks) {
+  const std::vector<std::string> base = {"cluster.nodes=64",        "model.preset=llama3-8b",
+                                         "parallelism.pp=4",        "parallelism.dp=16",
+                                         "parallelism.tp=8",        "parallelism.virtual_stages=2",
+                                         "training.global_batch=64"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), base.begin(), base.end());
+    return sim::load_scenario("", more);
+  };
+  const sim::StepReport r =
+      sim::simulate_step(with({"parallelism.pipeline_layout=E(tttt|)*7ttttL"}));
+  EXPECT_EQ(r.stage_layers, (std::vector<int>{8, 8, 8, 8}));
+  // Virtual stage i on rank i mod 4: 5 + 5, 5 + 5, 5 + 2, 5 + the loss alone.
+  const sim::StepReport last_alone =
+      sim::simulate_step(with({"parallelism.pipeline_layout=Et*5|(t*5|)*5t*2|L"}));
+  EXPECT_EQ(last_alone.stage_layers, (std::vector<int>{10, 10, 7, 5}));
+  EXPECT_GT(last_alone.step_time_s, 0);
+  auto field = [&](std::vector<std::string> more) {
+    return test::error_of([&] { sim::simulate_step(with(more)); }).field();
+  };
+  EXPECT_EQ(field({"parallelism.pipeline_layout=E(tt|)*15ttL"}), "parallelism.virtual_stages");
+  EXPECT_EQ(field({"parallelism.pipeline_layout=E(tttt|)*7ttttL", "parallelism.stage_layers=auto"}),
+            "parallelism.pipeline_layout");
 }
 
 TEST(Pipeline, PlainOneFOneBSendsBlockTheSendingStage) {

@@ -274,6 +274,11 @@ void parallelism(std::vector<Entry>& t) {
       [](YAML::Emitter& out, const Scenario& s) { write_stage_layers(out, s.parallelism); });
   stage_layers.field.keywords = {"auto"};
   t.push_back(std::move(stage_layers));
+  t.push_back(plain("parallelism.pipeline_layout", p(&ParallelismSpec::pipeline_layout), "", kAny,
+                    "Megatron-Core's pipeline_model_parallel_layout instead of stage_layers: "
+                    "each virtual stage's layers, E embedding, t transformer layer, m MTP "
+                    "layer, L output layer + loss, '|' between stages, (...)*n and x*n repeat "
+                    "(e.g. Et|(tt|)*30mL); virtual_stages must match"));
   t.push_back(plain("parallelism.micro_batch", p(&ParallelismSpec::micro_batch), "sequences",
                     at_least(1), "Sequences per micro-batch"));
   t.push_back(plain("parallelism.sequence_parallel", p(&ParallelismSpec::sequence_parallel), "",

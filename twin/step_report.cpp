@@ -27,7 +27,10 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
           ? fmt::format("full ({} of each chunk)", p.recomputed_layers_text())
           : p.recompute,
       s.training.recompute_early_stop ? ", stopping early" : "");
-  if (p.stage_layers_auto || !p.stage_layers.empty())
+  if (!p.pipeline_layout.empty())
+    out += fmt::format("stage layers {} (pipeline layout {})\n", fmt::join(r.stage_layers, " "),
+                       p.pipeline_layout);
+  else if (p.stage_layers_auto || !p.stage_layers.empty())
     out += fmt::format("stage layers {}{}\n", fmt::join(r.stage_layers, " "),
                        p.stage_layers_auto ? " (auto: balanced with embedding and loss)" : "");
   const auto& t = s.training;

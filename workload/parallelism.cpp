@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "calibrate/kernel_profile.hpp"
 #include "core/error.hpp"
+#include "workload/pipeline_layout.hpp"
 
 namespace twin::workload {
 
@@ -82,6 +84,12 @@ void Layout::set_stage_layers(const std::vector<int>& per_stage) {
       layers_per_chunk = std::max(layers_per_chunk, layers_here);
     }
   }
+}
+
+void Layout::set_chunk_layers(std::vector<int> per_chunk) {
+  chunk_layers = std::move(per_chunk);
+  layers_per_chunk =
+      chunk_layers.empty() ? 0 : *std::max_element(chunk_layers.begin(), chunk_layers.end());
 }
 
 std::vector<int> balance_stage_layers(int layers, int pp, double layer_s, double first_extra_s,
@@ -193,7 +201,18 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
     throw core::Error(
         "parallelism.tp", std::to_string(p.tp),
         fmt::format("must divide model.kv_heads ({}) or be a multiple of it", model.kv_heads));
-  if (!p.stage_layers.empty()) {
+  if (!p.pipeline_layout.empty()) {
+    if (!p.stage_layers.empty() || p.stage_layers_auto)
+      throw core::Error("parallelism.pipeline_layout", p.pipeline_layout,
+                        "places every layer itself: leave parallelism.stage_layers unset");
+    const PipelineLayout pl = parse_pipeline_layout(p.pipeline_layout, model, p.pp);
+    if (pl.virtual_stages != p.virtual_stages)
+      throw core::Error("parallelism.virtual_stages",
+                        p.virtual_stages == 0 ? "auto" : std::to_string(p.virtual_stages),
+                        fmt::format("parallelism.pipeline_layout has {} virtual stages on pp {}: "
+                                    "virtual_stages must be {}",
+                                    pl.chunk_layers.size(), p.pp, pl.virtual_stages));
+  } else if (!p.stage_layers.empty()) {
     long long sum = 0;
     std::string listed;
     for (int n : p.stage_layers) {
@@ -342,7 +361,9 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   l.gpus = gpus;
   l.micro_batches = static_cast<int>(micro);
   l.shard_group = p.hsdp_shard > 0 ? p.hsdp_shard : l.dp;
-  if (!p.stage_layers.empty()) {
+  if (!p.pipeline_layout.empty()) {
+    l.set_chunk_layers(parse_pipeline_layout(p.pipeline_layout, model, p.pp).chunk_layers);
+  } else if (!p.stage_layers.empty()) {
     l.set_stage_layers(p.stage_layers);
   } else {
     // Even split (auto is rebalanced by the step once layer costs are known).

@@ -41,6 +41,9 @@ struct ParallelismSpec {
   /// balances stage time (embedding and output layer + loss included) is chosen by the step.
   std::vector<int> stage_layers;
   bool stage_layers_auto = false;
+  /// Megatron-Core's pipeline_model_parallel_layout (workload/pipeline_layout.hpp): the layers
+  /// of every virtual stage; empty = stage_layers decides.
+  std::string pipeline_layout;
   int zero = 1;            ///< 0..3 (3 = FSDP)
   int hsdp_shard = 0;      ///< >0: HSDP, shard over this many DP ranks, replicate across the rest
   int virtual_stages = 1;  ///< interleaved 1F1B chunks per stage (0: auto, best that fits)
@@ -174,6 +177,8 @@ struct Layout {
   /// Sets the per-stage layer counts (each split as evenly as possible over the stage's chunks,
   /// earlier chunks taking the remainder).
   void set_stage_layers(const std::vector<int>& per_stage);
+  /// Sets every chunk's layers, [c * pp + s] as chunk_layers.
+  void set_chunk_layers(std::vector<int> per_chunk);
   /// Every TP group of a stage; every DP group of a stage (tp of them, of size dp) ...
   [[nodiscard]] std::vector<std::vector<int>> tp_groups(int stage) const;
   [[nodiscard]] std::vector<std::vector<int>> dp_groups(int stage, int size, int stride = 1) const;
