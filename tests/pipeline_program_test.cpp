@@ -121,6 +121,33 @@ TEST(PipelineLayout, TheStepRunsTheLayoutsChunks) {
             "parallelism.pipeline_layout");
 }
 
+// With interleaving, auto balances the virtual stages, since the schedule moves chunk by chunk
+// in lock step. On DeepSeek-V3's 1,024-GPU run (8 ranks x 4 chunks, the MTP module and two
+// output layers over a 129K vocabulary with the loss) it finds the recipe's own layout,
+// Et|(tt|)*30mL: one layer beside the embedding, the loss and MTP module alone, two layers in
+// every other chunk. Balancing the ranks instead split the last rank's 5 layers 2, 1, 1, 1.
+TEST(Pipeline, AutoStageLayersBalancesEveryChunkWhenInterleaved) {
+  const std::string path = std::string(CLUSTERTWIN_SOURCE_DIR) +
+                           "/scenarios/validation/megatron-bridge/"
+                           "mb-25.09-deepseekv3-dropless-1024gpu-fp8.yaml";
+  const sim::Scenario recipe = sim::load_scenario(path, {});
+  ASSERT_EQ(recipe.parallelism.pipeline_layout, "Et|(tt|)*30mL");
+  sim::Scenario balanced = recipe;
+  balanced.parallelism.pipeline_layout.clear();
+  balanced.parallelism.stage_layers_auto = true;
+  const sim::StepReport r = sim::simulate_step(balanced);
+  std::vector<int> chunk_layers;
+  for (int c = 0; c < 4; ++c)
+    for (int s = 0; s < 8; ++s)
+      chunk_layers.push_back(
+          r.program.chunks[static_cast<std::size_t>(s)][static_cast<std::size_t>(c)].layers);
+  std::vector<int> expected(32, 2);
+  expected.front() = 1;
+  expected.back() = 0;
+  EXPECT_EQ(chunk_layers, expected);
+  EXPECT_DOUBLE_EQ(r.step_time_s, sim::simulate_step(recipe).step_time_s);
+}
+
 TEST(Pipeline, PlainOneFOneBSendsBlockTheSendingStage) {
   // Two stages, no interleaving: each forward of stage 0 hands its activation over with a
   // blocking send, so stage 0's next op starts no earlier than that transfer's end (which is

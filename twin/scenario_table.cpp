@@ -268,8 +268,8 @@ void parallelism(std::vector<Entry>& t) {
   t.push_back(std::move(virtual_stages));
   Entry stage_layers = custom(
       "parallelism.stage_layers", FieldType::list, "", "even split",
-      "Layers per pipeline stage: a list, or auto (balances stage time with the embedding and "
-      "the output layer + loss)",
+      "Layers per pipeline stage: a list, or auto (balances the time of every virtual stage, "
+      "the embedding on the first and the output layer + loss on the last)",
       [](MapReader& r, Scenario&) { (void)r.raw("stage_layers"); },
       [](YAML::Emitter& out, const Scenario& s) { write_stage_layers(out, s.parallelism); });
   stage_layers.field.keywords = {"auto"};

@@ -31,8 +31,9 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
     out += fmt::format("stage layers {} (pipeline layout {})\n", fmt::join(r.stage_layers, " "),
                        p.pipeline_layout);
   else if (p.stage_layers_auto || !p.stage_layers.empty())
-    out += fmt::format("stage layers {}{}\n", fmt::join(r.stage_layers, " "),
-                       p.stage_layers_auto ? " (auto: balanced with embedding and loss)" : "");
+    out += fmt::format(
+        "stage layers {}{}\n", fmt::join(r.stage_layers, " "),
+        p.stage_layers_auto ? " (auto: virtual stages balanced with embedding and loss)" : "");
   const auto& t = s.training;
   out += fmt::format(
       "software     {} attention, {} kernels{}, TP overlap {}, grad-reduce overlap {}, "

@@ -52,9 +52,14 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
     }
   }();
   if (p.stage_layers_auto) {
+    // The interleaved schedule runs chunk by chunk in lock step: it is the heaviest chunk that
+    // holds every rank up, so with interleaving the virtual stages are what is balanced (the
+    // first carries the embedding, the last the output layer, loss and MTP modules), as a
+    // Megatron-Core pipeline layout would place them.
     const auto w = workload::stage_weights(model, p, t, layout, coster);
-    layout.set_stage_layers(workload::balance_stage_layers(model.layers, layout.pp, w.layer_s,
-                                                           w.embedding_s, w.output_s));
+    const auto split = workload::balance_stage_layers(model.layers, layout.pp * layout.v, w.layer_s,
+                                                      w.embedding_s, w.output_s);
+    layout.set_chunk_layers(split);
   }
   StepReport r;
   r.program = workload::step_program(model, p, t, layout, coster);

@@ -38,7 +38,8 @@ struct ParallelismSpec {
   [[nodiscard]] int etp() const { return expert_tp > 0 ? expert_tp : tp; }
   int cp = 1;  ///< context parallelism: the sequence split over cp ranks (ring attention)
   /// Layers per pipeline stage: empty = an even split; with stage_layers_auto the split that
-  /// balances stage time (embedding and output layer + loss included) is chosen by the step.
+  /// balances the time of every virtual stage (embedding and output layer + loss included) is
+  /// chosen by the step.
   std::vector<int> stage_layers;
   bool stage_layers_auto = false;
   /// Megatron-Core's pipeline_model_parallel_layout (workload/pipeline_layout.hpp): the layers
