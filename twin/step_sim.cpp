@@ -263,6 +263,12 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
     const auto& k = profile.kernels;
     const double sm_fraction = k.nccl_channels.value / k.sm_count.value;
     overlap.sm_slowdown = sm_fraction / (1.0 - sm_fraction);
+    // The flex dispatcher's kernels hold the SMs Megatron-Core gives DeepEP, not NCCL's channels.
+    const double ep_fraction =
+        t.moe_dispatcher == "flex"
+            ? std::min(workload::kFlexDispatchSms, k.sm_count.value - 1) / k.sm_count.value
+            : sm_fraction;
+    overlap.ep_sm_slowdown = ep_fraction / (1.0 - ep_fraction);
     // Data-parallel traffic leaves through the NIC: its HBM share at line rate.
     const double hbm_fraction = std::min(
         0.5, k.nccl_hbm_bytes_per_byte.value * profile.nic_payload_Bps() / coster.hbm_Bps());

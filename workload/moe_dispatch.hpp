@@ -33,6 +33,12 @@ double expert_hit_probability(const ModelSpec& model, int in_set);
 /// DeepEP pipelines the NVLink forwarding with the RDMA transfers in chunks: a dispatch takes
 /// the longer of the two (twin/step_sim.cpp). The combine moves the same bytes back, reduced
 /// per node before crossing.
+/// The SMs the flex dispatcher's kernels hold while a dispatch or combine runs beside compute
+/// (training.moe_a2a_overlap): Megatron-Core's moe_deepep_num_sms, 20 by default ("Number of SMs
+/// to use for DeepEP", megatron/core/transformer/transformer_config.py). NCCL's all-to-all holds
+/// its channels instead (kernels.nccl_channels).
+inline constexpr double kFlexDispatchSms = 20;
+
 struct FlexDispatch {
   std::vector<std::vector<int>> rails, local;
   int nodes = 0, per_node = 0;

@@ -260,7 +260,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           const double ep_exposed =
               std::min(a2a, workload::combined_1f1b_exposed(cost[s][op.chunk], cost[s][bwd.chunk],
                                                             scale[s], comm[s].ep_s));
-          const double slowed = (a2a - ep_exposed) * contention.sm_slowdown;
+          const double slowed = (a2a - ep_exposed) * contention.ep_sm_slowdown;
           const double f_part = f.compute / std::max(1e-30, f.compute + b.compute);
           f.compute += slowed * f_part;
           b.compute += slowed * (1 - f_part);

@@ -36,7 +36,8 @@ struct Instance {
 /// (tensor-core kernels lose channels / SMs of their throughput) and the HBM traffic it adds
 /// (memory-bound kernels lose nccl_hbm_bytes_per_byte x comm rate / achievable HBM).
 struct Contention {
-  double sm_slowdown = 0;      ///< extra time fraction of a compute-bound kernel
+  double sm_slowdown = 0;      ///< extra time fraction of a compute-bound kernel beside NCCL
+  double ep_sm_slowdown = 0;   ///< the same beside the MoE dispatcher's all-to-alls
   double dp_hbm_slowdown = 0;  ///< of a memory-bound kernel beside data-parallel traffic
   [[nodiscard]] double extra(double tensor_s, double memory_s, double window_s) const {
     const double total = tensor_s + memory_s;
