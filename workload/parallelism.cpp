@@ -201,11 +201,12 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
     throw core::Error(
         "parallelism.tp", std::to_string(p.tp),
         fmt::format("must divide model.kv_heads ({}) or be a multiple of it", model.kv_heads));
+  PipelineLayout pl;
   if (!p.pipeline_layout.empty()) {
     if (!p.stage_layers.empty() || p.stage_layers_auto)
       throw core::Error("parallelism.pipeline_layout", p.pipeline_layout,
                         "places every layer itself: leave parallelism.stage_layers unset");
-    const PipelineLayout pl = parse_pipeline_layout(p.pipeline_layout, model, p.pp);
+    pl = parse_pipeline_layout(p.pipeline_layout, model, p.pp);
     if (pl.virtual_stages != p.virtual_stages)
       throw core::Error("parallelism.virtual_stages",
                         p.virtual_stages == 0 ? "auto" : std::to_string(p.virtual_stages),
@@ -362,7 +363,7 @@ Layout make_layout(const ModelSpec& model, const ParallelismSpec& p, const Train
   l.micro_batches = static_cast<int>(micro);
   l.shard_group = p.hsdp_shard > 0 ? p.hsdp_shard : l.dp;
   if (!p.pipeline_layout.empty()) {
-    l.set_chunk_layers(parse_pipeline_layout(p.pipeline_layout, model, p.pp).chunk_layers);
+    l.set_chunk_layers(std::move(pl.chunk_layers));
   } else if (!p.stage_layers.empty()) {
     l.set_stage_layers(p.stage_layers);
   } else {
