@@ -22,6 +22,7 @@ const std::vector<Rule>& rules() {
       {"h100-sxm", {"H100", "HBM3"}, {"NVL", "PCIe", "GH100"}},
       {"h100-sxm", {"H100", "SXM"}, {"NVL", "PCIe"}},
       {"a100-sxm-80gb", {"A100", "SXM", "80GB"}, {"PCIe"}},
+      {"a100-sxm-40gb", {"A100", "SXM", "40GB"}, {"PCIe"}},
   };
   return table;
 }

@@ -9,7 +9,8 @@
 ///   "NVIDIA H200"  H200 SXM                       -> h200-sxm
 ///   "NVIDIA H200 NVL", "NVIDIA GH200 ..."         other boards: none
 ///   "NVIDIA A100-SXM4-80GB"                       -> a100-sxm-80gb
-///   "NVIDIA A100-SXM4-40GB", "NVIDIA A100 80GB PCIe"  other HBM / board: none
+///   "NVIDIA A100-SXM4-40GB"                       -> a100-sxm-40gb
+///   "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB"  other board: none
 
 #include <optional>
 #include <string>

@@ -86,7 +86,29 @@ struct CompareArgs {
 int run_compare(const CompareArgs& args) {
   const calibrate::NcclTestsLog log = calibrate::read_nccl_tests(args.log, args.op);
   for (const auto& warning : log.warnings) fmt::print(stderr, "warning: {}\n", warning);
-  const auto comparisons = sim::compare_log(args.scenario.load(), log, args.profile, args.algorithm,
+  // With neither --profile, --scenario nor a cluster.gpu override, the GPU the log names picks
+  // the hardware (profile, NVLink and NIC figures) when a shipped profile describes it: an A100
+  // log is not compared with the default H100 cluster.
+  ScenarioOptions scenario = args.scenario;
+  const bool gpu_stated =
+      !args.profile.empty() || !scenario.path.empty() ||
+      std::any_of(scenario.overrides.begin(), scenario.overrides.end(),
+                  [](const std::string& o) { return o.rfind("cluster.gpu=", 0) == 0; });
+  if (!gpu_stated && !log.gpu_model.empty()) {
+    if (const auto shipped = calibrate::shipped_profile_for_gpu(log.gpu_model)) {
+      scenario.overrides.insert(scenario.overrides.begin(), "cluster.gpu=" + *shipped);
+      fmt::print(stderr,
+                 "note: the log ran on {}: comparing with profile '{}' and its NVLink and NIC "
+                 "figures (--profile or --set cluster.gpu=... to choose)\n",
+                 log.gpu_model, *shipped);
+    } else {
+      fmt::print(stderr,
+                 "note: no shipped profile describes the log's {}: comparing with the "
+                 "scenario's hardware (--profile or --set cluster.gpu=... to choose)\n",
+                 log.gpu_model);
+    }
+  }
+  const auto comparisons = sim::compare_log(scenario.load(), log, args.profile, args.algorithm,
                                             args.nodes, args.gpus_per_node);
   fmt::print("{}", args.scenario.json ? sim::comparison_json(comparisons)
                                       : sim::comparison_table(comparisons));

@@ -350,8 +350,9 @@ TEST(CalibBaseProfile, ChosenFromTheDeviceName) {
   EXPECT_EQ(calibrate::shipped_profile_for_gpu("NVIDIA H100 80GB HBM3"), "h100-sxm");
   EXPECT_EQ(calibrate::shipped_profile_for_gpu("NVIDIA H200"), "h200-sxm");
   EXPECT_EQ(calibrate::shipped_profile_for_gpu("NVIDIA A100-SXM4-80GB"), "a100-sxm-80gb");
+  EXPECT_EQ(calibrate::shipped_profile_for_gpu("NVIDIA A100-SXM4-40GB"), "a100-sxm-40gb");
   for (const char* other : {"NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL",
-                            "NVIDIA GH200 480GB", "NVIDIA A100-SXM4-40GB", "NVIDIA L40S"})
+                            "NVIDIA GH200 480GB", "NVIDIA A100-PCIE-40GB", "NVIDIA L40S"})
     EXPECT_FALSE(calibrate::shipped_profile_for_gpu(other).has_value()) << other;
   const core::Error none = error_of([] { calibrate::choose_base_profile("NVIDIA L40S", ""); });
   EXPECT_EQ(none.value(), "NVIDIA L40S");

@@ -273,7 +273,7 @@ std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::N
     spec.gpus_per_node = gpn;
     for (const auto& row : run.rows) spec.sizes.push_back(row.size_bytes);
     const SweepResult sim = run_collective_sweep(scenario, spec);
-    Comparison c{run.op, nodes, gpn, {}, 0, 0, 0, false};
+    Comparison c{run.op, nodes, gpn, sim.profile, {}, 0, 0, 0, false};
     std::vector<double> errors, large_errors, ratios;
     for (std::size_t i = 0; i < run.rows.size(); ++i) {
       // Compare times (busbw of a tiny message prints as 0.00): the busbw error is
@@ -300,8 +300,9 @@ std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::N
 std::string comparison_table(const std::vector<Comparison>& comparisons) {
   std::string out;
   for (const auto& c : comparisons) {
-    out += fmt::format("# {} on {} node(s) x {} GPUs: measured vs simulated bus bandwidth\n", c.op,
-                       c.nodes, c.gpus_per_node);
+    out += fmt::format(
+        "# {} on {} node(s) x {} GPUs: measured vs simulated bus bandwidth (profile {})\n", c.op,
+        c.nodes, c.gpus_per_node, c.profile);
     out += fmt::format("{:>14}  {:>17}  {:>14}  {:>15}  {:>8}\n", "size (B)", "NCCL algo/proto",
                        "measured GB/s", "simulated GB/s", "error");
     for (const auto& row : c.rows)
@@ -336,6 +337,7 @@ std::string comparison_json(const std::vector<Comparison>& comparisons) {
     arr.push_back({{"op", c.op},
                    {"nodes", c.nodes},
                    {"gpus_per_node", c.gpus_per_node},
+                   {"profile", c.profile},
                    {"rows", rows},
                    {"median_abs_error_pct", c.median_abs_error_pct},
                    {"median_abs_error_large_pct", c.median_abs_error_large_pct},

@@ -68,6 +68,7 @@ struct ComparisonRow {
 struct Comparison {
   std::string op;
   int nodes = 0, gpus_per_node = 0;
+  std::string profile;  ///< the hardware profile simulated
   std::vector<ComparisonRow> rows;
   double median_abs_error_pct = 0;
   double median_abs_error_large_pct = 0;  ///< sizes >= 32 MiB (0 when none)
