@@ -74,16 +74,13 @@ int Layout::first_layer(int stage, int chunk) const {
 }
 
 void Layout::set_stage_layers(const std::vector<int>& per_stage) {
-  chunk_layers.assign(static_cast<std::size_t>(pp * v), 0);
-  layers_per_chunk = 0;
+  std::vector<int> per_chunk(static_cast<std::size_t>(pp * v), 0);
   for (int s = 0; s < pp; ++s) {
     const int n = per_stage[static_cast<std::size_t>(s)];
-    for (int c = 0; c < v; ++c) {
-      const int layers_here = n / v + (c < n % v ? 1 : 0);
-      chunk_layers[static_cast<std::size_t>(c * pp + s)] = layers_here;
-      layers_per_chunk = std::max(layers_per_chunk, layers_here);
-    }
+    for (int c = 0; c < v; ++c)
+      per_chunk[static_cast<std::size_t>(c * pp + s)] = n / v + (c < n % v ? 1 : 0);
   }
+  set_chunk_layers(std::move(per_chunk));
 }
 
 void Layout::set_chunk_layers(std::vector<int> per_chunk) {
