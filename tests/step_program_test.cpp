@@ -395,6 +395,32 @@ TEST(StepProgram, TpOverlapRunsTheGemmsBesideItsTransfersInChunks) {
   t.tp_comm_overlap = false;
   EXPECT_EQ(shapes(h100_bf16())["qkv"], "2048x1536x4096");
 }
+
+TEST(StepProgram, RingExchangeReduceScatterEndsWithAKernelSummingThePartials) {
+  // In FP8 the proj and fc2 outputs are reduce-scattered by a ring exchange: each of the t
+  // ranks receives the others' partial sums of its T / t rows into the 16-bit buffer, and a
+  // kernel adds the t partials: t + 1 tensors of T / t x h two-byte elements (read t, write 1).
+  // The BF16 pipelined reduce-scatter reduces inside its communication kernels: no such kernel.
+  const ModelSpec m = small_model();
+  const ParallelismSpec p = one_stage(4);
+  TrainingSpec t = eight_sequences();
+  t.precision = "fp8";
+  const Layout layout = make_layout(m, p, t, 8);
+  std::map<std::string, Kernel> forward;
+  for (const auto& b : chunk_program(m, p, t, layout, h100_fp8(), 0, 0).blocks)
+    for (const auto& k : b.forward) forward[k.name] = k;
+  const double T = 2048, h = m.hidden;
+  for (const char* gemm : {"attention proj", "fc2"}) {
+    const std::string name = std::string(gemm) + " output reduce (ring)";
+    ASSERT_EQ(forward.count(name), 1u) << name;
+    EXPECT_DOUBLE_EQ(forward[name].bytes, (4 + 1) * (T / 4) * h * 2) << name;
+    EXPECT_EQ(forward[name].limiter, Limiter::memory) << name;
+  }
+  EXPECT_EQ(forward.count("qkv output reduce (ring)"), 0u);  // all-gathered, not reduced
+  t.precision = "bf16";
+  for (const auto& b : chunk_program(m, p, t, layout, h100_bf16(), 0, 0).blocks)
+    for (const auto& k : b.forward) EXPECT_EQ(k.name.find("reduce (ring)"), std::string::npos);
+}
 TEST(BadInput, SlidingWindowNamesTheField) {
   auto field = [](std::vector<std::string> sets) {
     return test::error_of([&] { sim::simulate_step(sim::load_scenario("", sets)); }).field();

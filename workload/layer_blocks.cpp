@@ -14,7 +14,8 @@ namespace twin::workload::detail {
 ///   of T / t rows, one per step, each on every SM (QKV and fc1 forward, proj and fc2
 ///   data-gradient);
 /// - the reduce-scatter after the proj and fc2 forward GEMMs is a ring exchange too in FP8 (t
-///   chunks, one SM kept: num_sm 1 with set_sm_margin); in BF16 it is pipelined over 4 chunks on
+///   chunks, one SM kept: num_sm 1 with set_sm_margin), which ends with a kernel summing the t
+///   partials that arrived (GemmSplit::reduce_partials); in BF16 it is pipelined over 4 chunks on
 ///   the SMs left after the communication kernels' (8-32 in those files; Transformer Engine's
 ///   default 16 here);
 /// - the bulk overlaps of the QKV and fc1 backward (all-gather of the input beside the
@@ -32,7 +33,10 @@ Shape shape_of(const ModelSpec& m, const ParallelismSpec& p, const TrainingSpec&
   if (t.tp_comm_overlap && p.sequence_parallel && p.tp > 1) {
     x.column = {.forward_chunks = p.tp};
     if (t.precision == "fp8")
-      x.row = {.forward_chunks = p.tp, .dgrad_chunks = p.tp, .forward_reserved = kRingSms};
+      x.row = {.forward_chunks = p.tp,
+               .dgrad_chunks = p.tp,
+               .forward_reserved = kRingSms,
+               .reduce_partials = p.tp};
     else
       x.row = {.forward_chunks = kPipelinedSplits,
                .dgrad_chunks = p.tp,

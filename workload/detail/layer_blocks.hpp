@@ -29,6 +29,13 @@ struct GemmSplit {
   double input_rows = 1, grad_rows = 1;
   /// Tensors with their own FP8 scale (a grouped GEMM's experts), each quantized on its own.
   int tensors = 1;
+  /// A ring-exchange reduce-scatter of the forward output over `reduce_partials` ranks
+  /// (Transformer Engine's split_overlap_rs over userbuffers): the GEMM writes its output chunks
+  /// into the communication buffer, the ring delivers every peer's partial sum of this rank's
+  /// rows, and once the last has arrived a kernel on the compute stream adds them up (reads
+  /// the t partials, writes the result; the buffer holds the 16-bit output: Transformer
+  /// Engine keeps FP8 buffers for all-gathers and pipelined reduce-scatters only). 0: none.
+  int reduce_partials = 0;
 };
 
 /// What writes a GEMM's input: a fused norm, which emits the FP8 copy itself under delayed
@@ -102,6 +109,12 @@ class BlockBuilder {
     const double fwd = f.time_s;
     if (recompute) block.recompute.push_back(f);
     block.forward.push_back(std::move(f));
+    if (split.reduce_partials > 1) {
+      const double t = split.reduce_partials;
+      Kernel r = c_.memory(name + " output reduce (ring)", (t + 1.0) * (m / t) * n * 2.0);
+      if (recompute) block.recompute.push_back(r);
+      block.forward.push_back(std::move(r));
+    }
     Kernel d = launch(name + " dgrad", m, k, n, split.dgrad_chunks, split.dgrad_reserved);
     Kernel w = launch(name + " wgrad", n, k, m, 1, split.wgrad_reserved);
     last_dgrad_s_ = d.time_s;
