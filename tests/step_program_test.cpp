@@ -421,6 +421,44 @@ TEST(StepProgram, RingExchangeReduceScatterEndsWithAKernelSummingThePartials) {
   for (const auto& b : chunk_program(m, p, t, layout, h100_bf16(), 0, 0).blocks)
     for (const auto& k : b.forward) EXPECT_EQ(k.name.find("reduce (ring)"), std::string::npos);
 }
+TEST(StepProgram, PipelinedReduceScatterLeavesItsLastChunkExposed) {
+  // Two layers, each a GEMM pair of 1 ms beside an all-gather and a reduce-scatter; the
+  // reduce-scatter pipelined over 4 chunks (tail 1/4): its last quarter runs after the GEMM.
+  ChunkProgram chunk;
+  BlockProgram b;
+  b.count = 2;
+  b.tp_collectives = 1;
+  b.tp_overlap_forward_s = {1e-3, 1e-3};
+  b.tp_overlap_forward_tail = {0.0, 0.25};
+  chunk.blocks.push_back(b);
+  // Collectives shorter than the GEMMs: only the tail shows, 0.25 x 0.5 ms per layer.
+  TpOverlap o = tp_overlap(chunk, true, 0.5e-3);
+  EXPECT_NEAR(o.exposed_s, 2 * 0.125e-3, 1e-15);
+  EXPECT_NEAR(o.overlapped_s, 2 * (0.5e-3 + 0.375e-3), 1e-15);
+  // Longer: the all-gather's excess (1 ms) and, for the reduce-scatter, its tail (0.5 ms) and
+  // three quarters of the excess (0.75 ms).
+  o = tp_overlap(chunk, true, 2e-3);
+  EXPECT_NEAR(o.exposed_s, 2 * (1e-3 + 1.25e-3), 1e-15);
+  EXPECT_NEAR(o.overlapped_s, 2 * (1e-3 + 0.75e-3), 1e-15);
+  // Backward has no tail.
+  b.tp_overlap_backward_s = {1e-3, 1e-3};
+  chunk.blocks = {b};
+  EXPECT_NEAR(tp_overlap(chunk, false, 0.5e-3).exposed_s, 0.0, 1e-18);
+
+  // The layers' tails: BF16 pipelines the proj and fc2 reduce-scatters, FP8 rings them.
+  const ModelSpec m = small_model();
+  const ParallelismSpec p = one_stage(4);
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const BlockProgram bf16 =
+      block_of(chunk_program(m, p, t, layout, h100_bf16(), 0, 0), "dense layer");
+  EXPECT_EQ(bf16.tp_overlap_forward_tail, (std::vector<double>{0, 0.25, 0, 0.25}));
+  t.precision = "fp8";
+  const BlockProgram fp8 =
+      block_of(chunk_program(m, p, t, layout, h100_fp8(), 0, 0), "dense layer");
+  EXPECT_EQ(fp8.tp_overlap_forward_tail, (std::vector<double>{0, 0, 0, 0}));
+}
+
 TEST(BadInput, SlidingWindowNamesTheField) {
   auto field = [](std::vector<std::string> sets) {
     return test::error_of([&] { sim::simulate_step(sim::load_scenario("", sets)); }).field();

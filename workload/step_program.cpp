@@ -219,9 +219,13 @@ TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_
   for (const auto& b : chunk.blocks) {
     if (b.tp_collectives == 0 || (recomputed_only && !b.reruns_forward)) continue;
     const auto& gemms = forward ? b.tp_overlap_forward_s : b.tp_overlap_backward_s;
-    for (double g : gemms) {
-      o.exposed_s += b.count * std::max(0.0, collective_s - g);
-      o.overlapped_s += b.count * std::min(collective_s, g);
+    for (std::size_t i = 0; i < gemms.size(); ++i) {
+      const double tail =
+          forward && i < b.tp_overlap_forward_tail.size() ? b.tp_overlap_forward_tail[i] : 0.0;
+      const double exposed =
+          tail * collective_s + (1.0 - tail) * std::max(0.0, collective_s - gemms[i]);
+      o.exposed_s += b.count * exposed;
+      o.overlapped_s += b.count * (collective_s - exposed);
     }
     // Collectives with no GEMM beside them (an MoE layer's MLP pair: its expert GEMMs sit
     // between all-to-alls) stay exposed. A slot is an all-gather + reduce-scatter pair.

@@ -74,6 +74,11 @@ struct BlockProgram {
   /// all-gather -> QKV, proj -> reduce-scatter, all-gather -> fc1, fc2 -> reduce-scatter;
   /// backward the data-gradient GEMMs of the same four.
   std::vector<double> tp_overlap_forward_s, tp_overlap_backward_s;
+  /// Per forward GEMM above, the share of its collective that runs after the GEMM's last chunk
+  /// whatever the GEMM's length (a pipelined reduce-scatter sends each chunk's rows once that
+  /// chunk is computed, so the last chunk's share waits for nothing to overlap with: 1 / chunks);
+  /// empty: none.
+  std::vector<double> tp_overlap_forward_tail;
   double attention_forward_s = 0, attention_backward_s = 0;  ///< CP exchange hides behind these
   int tp_collectives = 0;  ///< per direction: slots of all-reduce (or all-gather + reduce-scatter)
   int ep_alltoalls = 0;    ///< per direction
@@ -142,9 +147,11 @@ OptimizerProgram optimizer_program(double local_params, double grad_params,
                                    const KernelCoster& coster, bool loss_scaling = false);
 
 /// TP communication left exposed per micro-batch when each TP collective of sequence
-/// parallelism (an all-gather or reduce-scatter, `collective_s` each) runs beside the GEMM it
-/// overlaps with, and the GEMM time it overlapped (which runs slower by
-/// the SMs the communication takes).
+/// parallelism (an all-gather or reduce-scatter, `collective_s` = c each) runs beside the GEMM
+/// (g) it overlaps with, and the GEMM time it overlapped (which runs slower by the SMs the
+/// communication takes). Exposed per pair: max(0, c - g); with a tail share f (a pipelined
+/// reduce-scatter of n chunks, f = 1 / n: chunk i's transfer beside chunk i + 1's GEMM, the
+/// last one after all of them) f c + (1 - f) max(0, c - g). Overlapped: c - exposed.
 struct TpOverlap {
   double exposed_s = 0, overlapped_s = 0;
 };

@@ -198,6 +198,9 @@ struct Shape {
   double v_dim;  // width of a value head (MLA: narrower than query/key heads)
   // The column-parallel (QKV, fc1) and row-parallel (proj, fc2) GEMMs' launches.
   GemmSplit column, row;
+  /// The share of the row-parallel forward GEMMs' reduce-scatter left after their last chunk
+  /// (BlockProgram::tp_overlap_forward_tail): 1 / chunks when pipelined, else 0.
+  double row_rs_tail = 0;
   double up;  // MLP input matrices fused in fc1: 2 (SwiGLU gate + up) or 1 (GeLU)
   bool rope, gelu;
 };
