@@ -149,6 +149,49 @@ TEST(StepProgram, Fp32WeightsUnderAutocastAreCastWhereUsed) {
   EXPECT_LT(c.memory_kernel_Bps(), c.hbm_Bps());
 }
 
+TEST(StepProgram, GradientAccumulationOutsideTheGemmStreamsEveryParameter) {
+  // Without the fused accumulation each block's backward ends by adding its parameters' 16-bit
+  // gradients into the fp32 buffer: one kernel per tensor, 10 bytes a parameter (read 2 + 4,
+  // write 4), or DeepSpeed's cast then add, 6 + 12 bytes; at the STREAM rate.
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(2);
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const KernelCoster& c = h100_bf16();
+  auto kernels = [&](const char* mode, const char* block) {
+    TrainingSpec s = t;
+    s.grad_accumulation = mode;
+    std::map<std::string, Kernel> out;
+    for (const auto& k : block_kernels(chunk_program(m, p, s, layout, c, 0, 0), block, false))
+      if (k.name.rfind("grad ", 0) == 0) out[k.name] = k;
+    return out;
+  };
+  const double layer = (m.attention_params() + m.dense_mlp_params()) / 2;  // TP 2
+  const double embedding = static_cast<double>(m.vocab) * m.hidden / 2;
+  EXPECT_TRUE(kernels("fused", "dense layer").empty());
+  auto add = kernels("add", "dense layer");
+  ASSERT_EQ(add.size(), 1u);
+  const Kernel& a = add.at("grad accumulate (fp32 += 16-bit)");
+  EXPECT_DOUBLE_EQ(a.bytes, 10 * layer);
+  // Six tensors (QKV, proj, fc1, fc2, two norms), each its own streaming kernel.
+  EXPECT_DOUBLE_EQ(a.time_s, 6 * (c.launch_s() + a.bytes / 6 / c.hbm_Bps()));
+  auto cast_add = kernels("cast_add", "dense layer");
+  ASSERT_EQ(cast_add.size(), 2u);
+  EXPECT_DOUBLE_EQ(cast_add.at("grad cast to fp32").bytes, 6 * layer);
+  EXPECT_DOUBLE_EQ(cast_add.at("grad accumulate (fp32)").bytes, 12 * layer);
+  EXPECT_DOUBLE_EQ(kernels("cast_add", "embedding").at("grad accumulate (fp32)").bytes,
+                   12 * embedding);
+  // The pass is part of each block: the one-stage chunk's backward grows by the layers' passes
+  // and those of the embedding and the output layer (vocabulary x h / 2 parameters each).
+  TrainingSpec s = t;
+  const double fused = chunk_program(m, p, s, layout, c, 0, 0).backward_s;
+  s.grad_accumulation = "add";
+  const double vocab_pass =
+      kernels("add", "embedding").at("grad accumulate (fp32 += 16-bit)").time_s;
+  EXPECT_NEAR(chunk_program(m, p, s, layout, c, 0, 0).backward_s - fused,
+              m.layers * a.time_s + 2 * vocab_pass, 1e-12);
+}
+
 TEST(StepProgram, EarlyStoppingRecomputeSkipsTheLastGemmAndTheResidualAdd) {
   // Full recompute reruns a layer's forward. PyTorch's non-reentrant checkpoint stops once the
   // backward's saved tensors exist again: the last of them are fc2's operands, saved before fc2

@@ -399,6 +399,12 @@ void training(std::vector<Entry>& t) {
                     "Gradient synchronization with zero 1: auto reduce-scatters (Megatron's "
                     "distributed optimizer); all_reduce all-reduces the whole gradient, then "
                     "all-gathers the updated parameters (DeepSpeed's BF16_Optimizer)"));
+  t.push_back(plain("training.grad_accumulation", tr(&TrainingSpec::grad_accumulation), "",
+                    one_of({"fused", "add", "cast_add"}),
+                    "How each micro-batch's weight gradients reach the fp32 gradient buffer: "
+                    "fused into the weight-gradient GEMM (Megatron gradient_accumulation_fusion; "
+                    "FSDP), add (one kernel a parameter after the backward, 10 B each), cast_add "
+                    "(cast to fp32, then add: DeepSpeed's BF16_Optimizer, 18 B each)"));
   t.push_back(plain("training.recompute_early_stop", tr(&TrainingSpec::recompute_early_stop), "",
                     kAny,
                     "Full recompute stops once the layer's saved tensors exist again (PyTorch "

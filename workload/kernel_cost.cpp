@@ -190,17 +190,26 @@ Kernel KernelCoster::memory(const std::string& name, double bytes) const {
 }
 
 Kernel KernelCoster::memory(const std::string& name, double bytes, int launches) const {
-  if (launches <= 1) return memory(name, bytes);
-  const Kernel one = memory(name, bytes / launches);
-  Kernel out = moving(name, bytes);
-  out.shape = fmt::format("{} x {:.3g} B", launches, bytes / launches);
-  out.time_s = launches * one.time_s;
-  out.limiter = one.limiter;
-  return out;
+  return repeated(name, bytes, launches, bytes / launches / memory_Bps_);
 }
 
 Kernel KernelCoster::stream(const std::string& name, double bytes) const {
   return finish(moving(name, bytes), 0, bytes / hbm_Bps_);
+}
+
+Kernel KernelCoster::stream(const std::string& name, double bytes, int launches) const {
+  return repeated(name, bytes, launches, bytes / launches / hbm_Bps_);
+}
+
+Kernel KernelCoster::repeated(const std::string& name, double bytes, int launches,
+                              double memory_s_each) const {
+  launches = std::max(1, launches);
+  const Kernel one = finish(Kernel{}, 0, memory_s_each);
+  Kernel out = moving(name, bytes);
+  if (launches > 1) out.shape = fmt::format("{} x {:.3g} B", launches, bytes / launches);
+  out.time_s = launches * one.time_s;
+  out.limiter = one.limiter;
+  return out;
 }
 
 }  // namespace twin::workload

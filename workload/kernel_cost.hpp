@@ -46,7 +46,9 @@
 /// Streaming conversion (a dtype cast of a whole tensor: one read and one write stream, no
 ///   reduction, no reuse): t_memory = bytes / hbm_achievable, the STREAM copy it is. Only
 ///   kernels that are exactly that use it (autocast's fp32 -> 16-bit weight casts and their
-///   gradients' casts back); the fitted efficiency above stands for the kernels that are not.
+///   gradients' casts back, and training.grad_accumulation's casts and adds of whole gradient
+///   tensors, STREAM's own add); the fitted efficiency above stands for the kernels that are
+///   not.
 
 #include <string>
 
@@ -110,6 +112,8 @@ class KernelCoster {
   [[nodiscard]] Kernel memory(const std::string& name, double bytes, int launches) const;
   /// A dtype conversion streaming `bytes` (read + write) through HBM at the STREAM rate.
   [[nodiscard]] Kernel stream(const std::string& name, double bytes) const;
+  /// The same in `launches` equal kernels run one after another (one per tensor).
+  [[nodiscard]] Kernel stream(const std::string& name, double bytes, int launches) const;
 
   [[nodiscard]] double launch_s() const { return launch_s_; }
   /// The STREAM rate (GEMM and attention rooflines, the HBM traffic NCCL adds).
@@ -125,6 +129,9 @@ class KernelCoster {
 
  private:
   Kernel finish(Kernel k, double compute_s, double memory_s) const;
+  /// `bytes` moved by `launches` equal memory-bound kernels of `memory_s_each` each.
+  [[nodiscard]] Kernel repeated(const std::string& name, double bytes, int launches,
+                                double memory_s_each) const;
   /// When autograd saves a GEMM's operands: before it runs (PyTorch's mm) or after (FP8).
   [[nodiscard]] Kernel::Saves saves_of_gemm(bool bf16) const;
   /// The compute term of a GEMM on `sms` SMs.

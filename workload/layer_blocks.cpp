@@ -255,6 +255,12 @@ LayerParams transformer_layer(BlockBuilder& bb, const Shape& x, const ModelSpec&
   }
   bb.block.tp_collectives = p.tp > 1 ? 2 : 0;
   bb.block.cp_exchanges = p.cp > 1 ? p.cp - 1 : 0;
+  // Parameter tensors: the QKV and output projections, fc1 and fc2 (or the router and each
+  // local and shared expert's two), two norms; biases are left out of the count (their bytes
+  // are in the parameters).
+  const int local_experts = moe ? model.experts / layout.ep : 0;
+  const int tensors = moe ? 5 + 2 * (local_experts + model.shared_experts) : 6;
+  bb.accumulate_grads(t.grad_accumulation, params.shared + params.experts, tensors);
   return params;
 }
 

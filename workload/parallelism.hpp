@@ -136,6 +136,15 @@ struct TrainingSpec {
   /// all-gathers the parameters back (DeepSpeed's BF16_Optimizer, whose get_grads_for_reduction
   /// hands the engine the full fp32 gradient buffer): twice the gradient bytes.
   std::string grad_sync = "auto";
+  /// How each micro-batch's weight gradients reach the gradient buffer the optimizer reads:
+  /// "fused" (the weight-gradient GEMM adds into the fp32 main gradient itself: Megatron-Core's
+  /// and apex's gradient_accumulation_fusion; FSDP reduce-scatters every micro-batch's gradient
+  /// instead of keeping it), "add" (after the backward each parameter's 16-bit gradient is
+  /// added into its fp32 buffer by one mixed-dtype kernel, 10 bytes a parameter: Megatron's
+  /// gradient hook without gradient_accumulation_fusion), "cast_add" (DeepSpeed's BF16_Optimizer,
+  /// whose update_hp_grads runs after every micro-batch's backward: each gradient cast to fp32,
+  /// 6 bytes a parameter, then added into the fp32 buffer, 12).
+  std::string grad_accumulation = "fused";
   /// Full recompute stops once the layer's saved tensors exist again (PyTorch's non-reentrant
   /// activation checkpointing, which stops early by default since PyTorch 2.1: FSDP's
   /// checkpoint_wrapper, torchtitan): the trailing residual add and, in 16 bits, the MLP's

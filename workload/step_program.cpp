@@ -86,8 +86,10 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     bb.block.label = "embedding";
     bb.block.count = 1;
     bb.memory("embedding lookup", 4.0 * x.T * x.h, 10.0 * x.T * x.h, 1);
+    const double embedding = static_cast<double>(model.vocab) * x.h / x.tp;
+    bb.accumulate_grads(t.grad_accumulation, embedding, 1);
     c.blocks.push_back(std::move(bb.block));
-    c.params += static_cast<double>(model.vocab) * x.h / x.tp;
+    c.params += embedding;
   }
   // Layers of each kind (dense or MoE, full or sliding-window attention), and how many of them
   // are among the chunk's recomputed first layers.
@@ -118,8 +120,10 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     bb.block.label = "output layer + loss";
     bb.block.count = 1;
     output_layer(bb, x, model, t);
+    const double output = static_cast<double>(model.vocab) * x.h / x.tp;
+    bb.accumulate_grads(t.grad_accumulation, output, 1);
     c.blocks.push_back(std::move(bb.block));
-    c.params += static_cast<double>(model.vocab) * x.h / x.tp;
+    c.params += output;
     if (model.mtp_layers > 0) {
       BlockBuilder mtp(coster, fused, autocast, t.current_scaling());
       mtp.block.label = "MTP module";

@@ -183,6 +183,21 @@ class BlockBuilder {
     }
   }
 
+  /// training.grad_accumulation after the block's backward: its `params` parameters' 16-bit
+  /// gradients into the fp32 buffer, one kernel per parameter tensor (`tensors`), streaming at
+  /// the STREAM rate: "add" reads 2 + 4 and writes 4 bytes a parameter; "cast_add" casts first
+  /// (read 2, write 4) and then adds (read 4 + 4, write 4); "fused" adds nothing (the
+  /// weight-gradient GEMM accumulates).
+  void accumulate_grads(const std::string& mode, double params, int tensors) {
+    if (mode == "add") {
+      block.backward.push_back(
+          c_.stream("grad accumulate (fp32 += 16-bit)", 10.0 * params, tensors));
+    } else if (mode == "cast_add") {
+      block.backward.push_back(c_.stream("grad cast to fp32", 6.0 * params, tensors));
+      block.backward.push_back(c_.stream("grad accumulate (fp32)", 12.0 * params, tensors));
+    }
+  }
+
   const KernelCoster& c_;
   bool fused_;
   bool autocast_;
