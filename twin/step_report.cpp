@@ -37,7 +37,7 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
   const auto& t = s.training;
   out += fmt::format(
       "software     {} attention, {} kernels{}, TP overlap {}, grad-reduce overlap {}, "
-      "param-gather overlap {}{}, {}\n",
+      "param-gather overlap {}{}{}, {}\n",
       t.attention == "auto" ? fmt::format("{} (auto)", r.attention) : t.attention,
       t.fused_kernels ? "fused" : "unfused",
       t.fused_cross_entropy() == t.fused_kernels
@@ -48,6 +48,11 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
       p.ep > 1 ? fmt::format(", EP {} dispatch, all-to-all overlap {}", t.moe_dispatcher,
                              t.moe_a2a_overlap ? "on" : "off")
                : "",
+      t.grad_accumulation == "fused"
+          ? ""
+          : fmt::format(", gradients accumulated in fp32 by {}",
+                        t.grad_accumulation == "add" ? "an add per micro-batch"
+                                                     : "a cast + add per micro-batch"),
       t.precision == "fp8" ? fmt::format("fp8 ({} scaling)", t.fp8_recipe) : t.precision);
   out += fmt::format(
       "memory       {:.1f} of {:.1f} GB per GPU{} (weights {:.1f}, grads {:.1f}, optimizer {:.1f}, "
