@@ -231,6 +231,37 @@ TEST(Software, AShardedOptimizerMayAllReduceItsGradientsAsZeroZeroDoes) {
         << zero;
 }
 
+TEST(Model, TiedEmbeddingsAreOneMatrixOrTwoCopiesWhoseGradientsAreSummed) {
+  // Llama 3 8B's 8 first layers on 2 nodes. One stage: a tied output layer is the embedding
+  // itself, V h / t parameters fewer on the GPU. Two stages: each end keeps a copy, and after
+  // the step's gradient synchronization the first and last stage all-reduce its gradient
+  // (V h / t elements in the gradients' dtype), which the untied model does not.
+  const std::vector<std::string> base = {
+      "cluster.nodes=2",           "fabric.tiers=2",          "fabric.switch_radix=16",
+      "model.preset=llama3-8b",    "model.seq_len=2048",      "model.layers=8",
+      "parallelism.tp=2",          "parallelism.dp=8",        "parallelism.virtual_stages=1",
+      "parallelism.micro_batch=1", "training.global_batch=32"};
+  const sim::StepReport untied = step_with(base, {"parallelism.pp=1"});
+  const sim::StepReport tied = step_with(base, {"parallelism.pp=1", "model.tied_embeddings=true"});
+  const workload::ModelSpec m = workload::model_preset("llama3-8b");
+  const double table_GB = static_cast<double>(m.vocab) * m.hidden / 2 * 2 / 1e9;  // bf16 weights
+  EXPECT_NEAR(untied.memory.weights_GB - tied.memory.weights_GB, table_GB, 1e-9);
+  EXPECT_DOUBLE_EQ(seconds(tied, "tied embedding"), 0.0);  // nothing to sum on one stage
+
+  const sim::StepReport apart = step_with(base, {"parallelism.pp=2", "parallelism.dp=4"});
+  const sim::StepReport copies =
+      step_with(base, {"parallelism.pp=2", "parallelism.dp=4", "model.tied_embeddings=true"});
+  EXPECT_DOUBLE_EQ(seconds(apart, "tied embedding"), 0.0);
+  const double all_reduce = seconds(copies, "tied embedding all_reduce");
+  EXPECT_GT(all_reduce, 0.0);
+  // fp32 gradients: twice the bytes.
+  const sim::StepReport fp32 =
+      step_with(base, {"parallelism.pp=2", "parallelism.dp=4", "model.tied_embeddings=true",
+                       "training.grad_reduce_dtype=fp32"});
+  EXPECT_GT(seconds(fp32, "tied embedding all_reduce"), 1.5 * all_reduce);
+  EXPECT_GE(copies.step_time_s, apart.step_time_s + all_reduce * (1 - 1e-9));
+}
+
 TEST(Software, OlderFlashAttentionKernelsAreSlower) {
   // The same causal attention (d 128, 4K) on H100: FlashAttention-3 forward > FA2 > FA1, from
   // the profile's measured tables.

@@ -220,6 +220,10 @@ void model(std::vector<Entry>& t) {
   t.push_back(plain("model.qk_norm", m(&ModelSpec::qk_norm), "", kAny,
                     "Queries and keys RMS-normed per head before rotary (Megatron-Core "
                     "qk_layernorm: Qwen3, OLMo 2, Gemma 3)"));
+  t.push_back(plain("model.tied_embeddings", m(&ModelSpec::tied_embeddings), "", kAny,
+                    "The output layer is the input embedding's matrix (GPT-3, BLOOM, MPT): V h "
+                    "parameters once; with pipeline parallelism the first and last stages "
+                    "all-reduce its gradient at the end of each step"));
   t.push_back(plain("model.mtp_layers", m(&ModelSpec::mtp_layers), "", at_least(0),
                     "Multi-token prediction modules on the last stage, each one layer like the "
                     "last, a 2h x h projection and its own loss (DeepSeek-V3: 1; Megatron-Core "

@@ -190,6 +190,19 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
       } else if (v > 1 && pp > 1) {
         comm[s].p2p_s = comm[0].p2p_s;  // last stage to stage 0 of the next chunk: same pattern
       }
+      if (model.tied_embeddings && pp > 1 && s == pp - 1) {
+        // Each TP rank's vocabulary shard of the embedding, summed between its copies on the
+        // first and the last stage of every replica, in the gradients' dtype.
+        std::vector<std::vector<int>> pairs;
+        for (int d = 0; d < layout.dp; ++d)
+          for (int tr = 0; tr < layout.tp; ++tr)
+            pairs.push_back({layout.gpu(tr, d, 0), layout.gpu(tr, d, pp - 1)});
+        const double bytes =
+            static_cast<double>(model.vocab) * model.hidden / layout.tp * t.grad_bytes();
+        comm[s].tied_embedding_s =
+            collective("tied embedding all_reduce", "all_reduce", mine(pairs), bytes, 1);
+        comm[0].tied_embedding_s = comm[s].tied_embedding_s;
+      }
       if (layout.cp > 1) {
         // Ring attention: every rank sends its K/V block to the next rank of its CP group (a
         // send/recv over a group is that ring); backward sends twice the bytes.

@@ -35,11 +35,12 @@ int layers_on_stage(const Layout& layout, int stage) {
 double params_per_gpu(const ModelSpec& model, const Layout& layout, int stage) {
   const double table = static_cast<double>(model.vocab) * model.hidden / layout.tp;
   double params = layers_on_stage(layout, stage) * mean_layer_params_per_gpu(model, layout);
-  // The input embedding sits on the first stage; the output layer (untied) and the MTP modules
-  // (a layer like the last, plus its 2h -> h projection) on the last.
+  // The input embedding sits on the first stage; the output layer and the MTP modules (a layer
+  // like the last, plus its 2h -> h projection) on the last. A tied output layer is the
+  // embedding itself on a one-stage pipeline, a copy of it on the last stage of a longer one.
   if (stage == 0) params += table;
   if (stage == layout.pp - 1) {
-    params += table;
+    if (!(model.tied_embeddings && layout.pp == 1)) params += table;
     const int last = model.layers - 1;
     params +=
         model.mtp_layers * (layer_params_per_gpu(model, layout, model.moe_layer(last) ? 1.0 : 0.0) +

@@ -23,7 +23,8 @@
 ///   Stage s holds pp - s micro-batches in flight (1F1B); interleaved over v chunks, the
 ///   2 (pp - s - 1) + (v - 1) pp + 1 chunk forwards before its first backward, each 1/v of its
 ///   layers (the first stage: pp (1 + (pp - 1)/(pp v))). The first stage also holds the input
-///   embedding, the last the output layer (embeddings are untied) and the MTP modules; the
+///   embedding, the last the output layer (one matrix with the embedding when tied and pp = 1)
+///   and the MTP modules; the
 ///   memory reported and checked is the fuller of the two. A fixed reserve covers the CUDA
 ///   context, NCCL buffers and fragmentation (`training.memory_reserve_GB`, stated, not
 ///   measured).

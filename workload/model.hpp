@@ -14,7 +14,8 @@
 /// bottleneck (h r_q + r_q a d_qk; or h a d_qk without one), keys and values from a shared
 /// rank-r_kv latent plus a d_r-wide rotary key (h (r_kv + d_r) + r_kv a (d + d_v)), output a d_v h;
 /// query/key heads d_qk = d + d_r wide, value heads d_v: scores 2 T s a (d_qk + d_v) FLOPs forward.
-/// Logits: 2 T h V FLOPs forward; embedding and output matrices V h each (untied).
+/// Logits: 2 T h V FLOPs forward; embedding and output matrices V h each (one V h matrix when
+/// `tied_embeddings`).
 /// Training FLOPs = 3 x forward (backward = 2 x forward). For GPT-style dense models (f = 4h, m=2,
 /// no GQA) this is Narayanan et al.'s 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
 
@@ -60,6 +61,12 @@ struct ModelSpec {
   /// projection of 2 hidden x hidden and its own loss over the shared output layer, on the
   /// last pipeline stage.
   int mtp_layers = 0;
+  /// The output layer is the input embedding's matrix (GPT-2/3, BLOOM, MPT: Megatron's
+  /// share_embeddings_and_output_weights, Hugging Face's tie_word_embeddings): V h parameters
+  /// once. With pipeline parallelism the first and last stages each keep a copy and all-reduce
+  /// its gradient between them at the end of every step (Megatron's
+  /// _allreduce_word_embedding_grads, DeepSpeed's tied-module all-reduce).
+  bool tied_embeddings = false;
   // Sliding-window attention (GPT-OSS, Gemma, Mistral): windowed layers let each query see its
   // `sliding_window` latest tokens (itself included) instead of the whole causal prefix.
   int sliding_window = 0;        ///< tokens each query sees in a windowed layer (0: none)
@@ -96,7 +103,9 @@ struct ModelSpec {
   [[nodiscard]] double moe_mlp_params() const;
   /// Parameters of one MoE layer's MLP that a token touches (top_k routed + shared + router).
   [[nodiscard]] double active_moe_mlp_params() const;
-  [[nodiscard]] double embedding_params() const { return 2.0 * vocab * hidden; }
+  [[nodiscard]] double embedding_params() const {
+    return (tied_embeddings ? 1.0 : 2.0) * vocab * hidden;
+  }
   [[nodiscard]] double total_params() const;
   /// Parameters a token touches (MoE: top_k routed + shared experts).
   [[nodiscard]] double active_params() const;

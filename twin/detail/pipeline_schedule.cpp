@@ -311,6 +311,11 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
       for (int c = 0; c < v; ++c) sync += comm[s].dp_sync_s[c] + comm[s].hsdp_reduce_s[c];
       comm_job(s, compute_free[s], sync, "DP grad sync (after backward)");
     }
+    // The first and last stages then sum their copies of a tied embedding's gradient (Megatron's
+    // finalize_model_grads after the data-parallel sync; the optimizer needs it).
+    if (comm[s].tied_embedding_s > 0)
+      comm_job(s, std::max(compute_free[s], comm_free[s]), comm[s].tied_embedding_s,
+               "tied embedding grad all_reduce");
     const double comm_end = std::max(compute_free[s], comm_free[s]);
     double stage_end = comm_end + optimizer_s[s];
     out.timeline.push_back({s, "compute", "optimizer", comm_end, stage_end});

@@ -189,6 +189,7 @@ class BlockBuilder {
   /// (read 2, write 4) and then adds (read 4 + 4, write 4); "fused" adds nothing (the
   /// weight-gradient GEMM accumulates).
   void accumulate_grads(const std::string& mode, double params, int tensors) {
+    if (!(params > 0)) return;
     if (mode == "add") {
       block.backward.push_back(
           c_.stream("grad accumulate (fp32 += 16-bit)", 10.0 * params, tensors));
