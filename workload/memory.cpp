@@ -40,7 +40,7 @@ double params_per_gpu(const ModelSpec& model, const Layout& layout, int stage) {
   // embedding itself on a one-stage pipeline, a copy of it on the last stage of a longer one.
   if (stage == 0) params += table;
   if (stage == layout.pp - 1) {
-    if (!(model.tied_embeddings && layout.pp == 1)) params += table;
+    if (!model.output_is_embedding(layout.pp)) params += table;
     const int last = model.layers - 1;
     params +=
         model.mtp_layers * (layer_params_per_gpu(model, layout, model.moe_layer(last) ? 1.0 : 0.0) +

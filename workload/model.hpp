@@ -67,6 +67,9 @@ struct ModelSpec {
   /// its gradient between them at the end of every step (Megatron's
   /// _allreduce_word_embedding_grads, DeepSpeed's tied-module all-reduce).
   bool tied_embeddings = false;
+  /// Whether the output layer is the embedding's own matrix on the GPU (tied and all on one
+  /// stage): its parameters and gradient are the embedding's, counted once.
+  [[nodiscard]] bool output_is_embedding(int pp) const { return tied_embeddings && pp == 1; }
   // Sliding-window attention (GPT-OSS, Gemma, Mistral): windowed layers let each query see its
   // `sliding_window` latest tokens (itself included) instead of the whole causal prefix.
   int sliding_window = 0;        ///< tokens each query sees in a windowed layer (0: none)

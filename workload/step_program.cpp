@@ -122,9 +122,8 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     output_layer(bb, x, model, t);
     // A tied output layer on a one-stage pipeline is the embedding's matrix: its gradient is
     // the embedding's, already counted with it.
-    const double output = model.tied_embeddings && layout.pp == 1
-                              ? 0.0
-                              : static_cast<double>(model.vocab) * x.h / x.tp;
+    const double output =
+        model.output_is_embedding(layout.pp) ? 0.0 : static_cast<double>(model.vocab) * x.h / x.tp;
     bb.accumulate_grads(t.grad_accumulation, output, 1);
     c.blocks.push_back(std::move(bb.block));
     c.params += output;
