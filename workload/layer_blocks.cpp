@@ -18,7 +18,7 @@ namespace twin::workload::detail {
 ///   partials that arrived (GemmSplit::reduce_partials); in BF16 it is pipelined over 4 chunks on
 ///   the SMs left after the communication kernels' (8-32 in those files; Transformer Engine's
 ///   default 16 here), each chunk's rows reduce-scattered once computed, so the last chunk's
-///   share runs after the GEMM (Shape::row_rs_tail);
+///   share runs after the GEMM (GemmSplit::reduce_tail);
 /// - the bulk overlaps of the QKV and fc1 backward (all-gather of the input beside the
 ///   data-gradient GEMM, reduce-scatter of its output beside the weight-gradient GEMM) split
 ///   nothing and keep no SM margin.
@@ -38,12 +38,11 @@ Shape shape_of(const ModelSpec& m, const ParallelismSpec& p, const TrainingSpec&
                .dgrad_chunks = p.tp,
                .forward_reserved = kRingSms,
                .reduce_partials = p.tp};
-    else {
+    else
       x.row = {.forward_chunks = kPipelinedSplits,
                .dgrad_chunks = p.tp,
-               .forward_reserved = kPipelinedSms};
-      x.row_rs_tail = 1.0 / kPipelinedSplits;
-    }
+               .forward_reserved = kPipelinedSms,
+               .reduce_tail = 1.0 / kPipelinedSplits};
   }
   if (p.sequence_parallel && p.tp > 1) {
     x.column.input_rows = 1.0 / p.tp;
@@ -162,7 +161,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
                               Producer::none, false, x.row);
   bb.residual_add(x.Tsp * x.h);
   bb.block.tp_overlap_forward_s = {qkv, proj};
-  bb.block.tp_overlap_forward_tail = {0.0, x.row_rs_tail};
+  bb.block.tp_overlap_forward_tail = {x.column.reduce_tail, x.row.reduce_tail};
   bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
 }
 
@@ -180,7 +179,7 @@ void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
   bb.residual_add(x.Tsp * x.h);
   bb.block.tp_overlap_forward_s.insert(bb.block.tp_overlap_forward_s.end(), {fc1, fc2});
   bb.block.tp_overlap_forward_tail.insert(bb.block.tp_overlap_forward_tail.end(),
-                                          {0.0, x.row_rs_tail});
+                                          {x.column.reduce_tail, x.row.reduce_tail});
   bb.block.tp_overlap_backward_s.insert(bb.block.tp_overlap_backward_s.end(),
                                         {fc1_bwd, bb.last_dgrad_s()});
 }

@@ -36,6 +36,9 @@ struct GemmSplit {
   /// the t partials, writes the result; the buffer holds the 16-bit output: Transformer
   /// Engine keeps FP8 buffers for all-gathers and pipelined reduce-scatters only). 0: none.
   int reduce_partials = 0;
+  /// A pipelined reduce-scatter of the forward output: the share of it left after the GEMM's
+  /// last chunk (BlockProgram::tp_overlap_forward_tail), 1 / chunks; 0: none.
+  double reduce_tail = 0;
 };
 
 /// What writes a GEMM's input: a fused norm, which emits the FP8 copy itself under delayed
@@ -214,9 +217,6 @@ struct Shape {
   double v_dim;  // width of a value head (MLA: narrower than query/key heads)
   // The column-parallel (QKV, fc1) and row-parallel (proj, fc2) GEMMs' launches.
   GemmSplit column, row;
-  /// The share of the row-parallel forward GEMMs' reduce-scatter left after their last chunk
-  /// (BlockProgram::tp_overlap_forward_tail): 1 / chunks when pipelined, else 0.
-  double row_rs_tail = 0;
   double up;  // MLP input matrices fused in fc1: 2 (SwiGLU gate + up) or 1 (GeLU)
   bool rope, gelu;
 };
