@@ -21,14 +21,39 @@ std::vector<SizePoint> size_points(const NcclTestsRun& run) {
   return points;
 }
 
-LogScale log_scale(const NcclTestsLog& log, const FitOptions& options) {
-  const LogScale scale{options.nodes > 0 ? options.nodes : log.nodes,
-                       options.gpus_per_node > 0 ? options.gpus_per_node : log.gpus_per_node};
+LogScale log_scale(const NcclTestsLog& log, int nodes, int gpus_per_node) {
+  // An override of one factor takes the other from the log's rank count, not from its own
+  // (possibly different) split.
+  const int ranks = log.ranks;
+  if (nodes > 0 && gpus_per_node <= 0 && ranks > 0) {
+    if (ranks % nodes != 0)
+      throw core::Error(
+          "--nodes", std::to_string(nodes),
+          fmt::format("the log ran {} ranks, not a multiple of {} nodes", ranks, nodes),
+          log.source);
+    return {nodes, ranks / nodes};
+  }
+  if (gpus_per_node > 0 && nodes <= 0 && ranks > 0) {
+    if (ranks % gpus_per_node != 0)
+      throw core::Error("--gpus-per-node", std::to_string(gpus_per_node),
+                        fmt::format("the log ran {} ranks, not a multiple of {} GPUs per node",
+                                    ranks, gpus_per_node),
+                        log.source);
+    return {ranks / gpus_per_node, gpus_per_node};
+  }
+  const LogScale scale{nodes > 0 ? nodes : log.nodes,
+                       gpus_per_node > 0 ? gpus_per_node : log.gpus_per_node};
   if (scale.nodes <= 0 || scale.gpus_per_node <= 0)
-    throw core::Error("scale", "",
-                      "the log does not say how many nodes and GPUs per node it ran on (no "
-                      "'# Using devices' block); give --nodes and --gpus-per-node",
-                      log.source);
+    throw core::Error(
+        "scale", "",
+        ranks > 0
+            ? fmt::format("the log ran {} ranks but does not say how they split into nodes (its "
+                          "'# Using devices' block is abbreviated); give --nodes or "
+                          "--gpus-per-node",
+                          ranks)
+            : "the log does not say how many nodes and GPUs per node it ran on (no '# Using "
+              "devices' block); give --nodes and --gpus-per-node",
+        log.source);
   return scale;
 }
 

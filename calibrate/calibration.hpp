@@ -47,11 +47,15 @@ std::vector<RunFit> fit_log_into(const NcclTestsLog& log, Profile& profile,
 /// Size points of a run: the out-of-place time (in-place when only that is usable).
 std::vector<SizePoint> size_points(const NcclTestsRun& run);
 
-/// The scale a log ran at: the options' nodes and GPUs per node where given, else the log's
-/// own. Throws core::Error naming the log when neither says.
+/// The scale a log ran at: the given nodes and GPUs per node (0 = not given), else the log's
+/// own; with one of them given and the log's rank count known, the other is ranks / given.
+/// Throws core::Error naming the log when the scale stays unknown or does not divide its ranks.
 struct LogScale {
   int nodes = 0, gpus_per_node = 0;
 };
-LogScale log_scale(const NcclTestsLog& log, const FitOptions& options);
+LogScale log_scale(const NcclTestsLog& log, int nodes, int gpus_per_node);
+inline LogScale log_scale(const NcclTestsLog& log, const FitOptions& options) {
+  return log_scale(log, options.nodes, options.gpus_per_node);
+}
 
 }  // namespace twin::calibrate

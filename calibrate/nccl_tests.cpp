@@ -139,6 +139,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
   static const std::regex rank_label(R"(^\s*\d+:\s)");
   static const std::regex table_complete(R"(#\s*clustertwin annotation:\s*table complete)");
   int annotated_nodes = 0, annotated_gpus = 0;
+  int highest_rank = -1;  // nccl-tests numbers ranks globally: "Rank 127" means 128 of them
 
   while (std::getline(in, line)) {
     ++line_no;
@@ -151,6 +152,12 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
       std::smatch m;
       if (std::regex_search(line, m, device_line)) {
         ++log.ranks;
+        const double rank = number(m[1], "rank", source, line_no);
+        if (rank >= kMaxRanks)
+          throw core::Error(fmt::format("line {}", line_no), m[1].str(),
+                            fmt::format("rank number beyond {} (garbled device line?)", kMaxRanks),
+                            source);
+        highest_rank = std::max(highest_rank, static_cast<int>(rank));
         hosts.insert(m[2]);
         ++ranks_on_host[m[2]];
         log.gpu_model = m[3];
@@ -283,6 +290,14 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
     log.nodes = annotated_nodes;
     log.gpus_per_node = annotated_gpus;
     log.ranks = annotated_nodes * annotated_gpus;
+  } else if (highest_rank >= log.ranks) {
+    // The device block was cut short (a README keeping only the last rank's line): the rank
+    // count is known, how the ranks split into nodes is not.
+    log.warnings.push_back(fmt::format(
+        "the '# Using devices' block lists {} of the log's {} ranks (abbreviated): it does not "
+        "say how they split into nodes",
+        log.ranks, highest_rank + 1));
+    log.ranks = highest_rank + 1;
   } else if (!hosts.empty()) {
     // One scale per log: nodes x GPUs per node only means something when every host runs the
     // same number of ranks.

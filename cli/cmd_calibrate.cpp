@@ -149,10 +149,12 @@ Action add_calibrate(CLI::App& app) {
                   "Algorithm (or ALGORITHM/PROTOCOL) the runs used (default: what NCCL's tuner "
                   "would pick per size)");
   fit->add_option("--nodes", fit_args->options.nodes,
-                  "Nodes the log ran on (default: from the log)")
+                  "Nodes the log ran on (default: from the log; alone, GPUs per node are the "
+                  "log's ranks / nodes)")
       ->check(whole_number(1, 1u << 20));
   fit->add_option("--gpus-per-node", fit_args->options.gpus_per_node,
-                  "GPUs per node (default: from the log)")
+                  "GPUs per node (default: from the log; alone, nodes are the log's ranks / GPUs "
+                  "per node)")
       ->check(whole_number(1, 1024));
   fit->add_option("--measured-on", fit_args->options.measured_on,
                   "Provenance note stored with each fitted value (date, cluster)");
@@ -172,10 +174,15 @@ Action add_calibrate(CLI::App& app) {
                       "Hardware profile (default: the scenario's cluster.gpu)");
   compare->add_option("--algo", cmp->algorithm, "Algorithm to simulate (default: auto)");
   compare->add_option("--op", cmp->op, "Collective of runs the log does not name");
-  compare->add_option("--nodes", cmp->nodes, "Nodes the log ran on (default: from the log)")
+  compare
+      ->add_option("--nodes", cmp->nodes,
+                   "Nodes the log ran on (default: from the log; alone, GPUs per node are the "
+                   "log's ranks / nodes)")
       ->check(whole_number(1, 1u << 20));
   compare
-      ->add_option("--gpus-per-node", cmp->gpus_per_node, "GPUs per node (default: from the log)")
+      ->add_option("--gpus-per-node", cmp->gpus_per_node,
+                   "GPUs per node (default: from the log; alone, nodes are the log's ranks / "
+                   "GPUs per node)")
       ->check(whole_number(1, 1024));
   compare
       ->add_option("--scenario", cmp->scenario.path,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/calibration.hpp"
 #include "calibrate/profile.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
@@ -256,13 +257,7 @@ std::string sweep_json(const SweepResult& r) {
 std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::NcclTestsLog& log,
                                     const std::string& profile, const std::string& algorithm,
                                     int nodes_override, int gpus_override) {
-  const int nodes = nodes_override > 0 ? nodes_override : log.nodes;
-  const int gpn = gpus_override > 0 ? gpus_override : log.gpus_per_node;
-  if (nodes <= 0 || gpn <= 0)
-    throw core::Error("scale", "",
-                      "the log does not say how many nodes and GPUs per node it ran on; give "
-                      "--nodes and --gpus-per-node",
-                      log.source);
+  const auto [nodes, gpn] = calibrate::log_scale(log, nodes_override, gpus_override);
   std::vector<Comparison> out;
   for (const auto& run : log.runs) {
     SweepSpec spec;
