@@ -133,13 +133,14 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
   NcclTestsRun* run = nullptr;
   static const std::regex perf_name(R"(\b([a-z_]+?)_perf\b)");
   static const std::regex device_line(
-      R"(#\s*Rank\s+(\d+).*\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
+      R"(#\s*Rank\s+(\d+).*\bon\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.*\S))");
   static const std::regex annotation(R"((\d+)\s+nodes?\s*x\s*(\d+))");
   static const std::regex avg_line(R"(#\s*Avg bus bandwidth\s*:\s*(\S+))");
   static const std::regex rank_label(R"(^\s*\d+:\s)");
   static const std::regex table_complete(R"(#\s*clustertwin annotation:\s*table complete)");
   int annotated_nodes = 0, annotated_gpus = 0;
   int highest_rank = -1;  // nccl-tests numbers ranks globally: "Rank 127" means 128 of them
+  int highest_device = -1;
 
   while (std::getline(in, line)) {
     ++line_no;
@@ -160,7 +161,10 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
         highest_rank = std::max(highest_rank, static_cast<int>(rank));
         hosts.insert(m[2]);
         ++ranks_on_host[m[2]];
-        log.gpu_model = m[3];
+        // A device index past any node's GPU count is garbled text: it is not used for a split.
+        const double device = number(m[3], "device", source, line_no);
+        if (device < kMaxRanks) highest_device = std::max(highest_device, static_cast<int>(device));
+        log.gpu_model = m[4];
         continue;
       }
       if (run != nullptr && std::regex_search(line, table_complete)) {
@@ -291,13 +295,28 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
     log.gpus_per_node = annotated_gpus;
     log.ranks = annotated_nodes * annotated_gpus;
   } else if (highest_rank >= log.ranks) {
-    // The device block was cut short (a README keeping only the last rank's line): the rank
-    // count is known, how the ranks split into nodes is not.
-    log.warnings.push_back(fmt::format(
-        "the '# Using devices' block lists {} of the log's {} ranks (abbreviated): it does not "
-        "say how they split into nodes",
-        log.ranks, highest_rank + 1));
-    log.ranks = highest_rank + 1;
+    // The device block was cut short (a README keeping a few ranks' lines): the rank count is
+    // known. One process per GPU numbers devices 0..G-1 on each node, so the highest device a
+    // listed line names is at least G - 1, and the last rank, on the last node's last GPU,
+    // names exactly G - 1: the split is inferred from it and said, never assumed silently.
+    const int ranks = highest_rank + 1, gpn = highest_device + 1;
+    const bool splits = gpn > 0 && ranks % gpn == 0 &&
+                        static_cast<int>(hosts.size()) <= ranks / gpn &&
+                        std::all_of(ranks_on_host.begin(), ranks_on_host.end(),
+                                    [&](const auto& h) { return h.second <= gpn; });
+    if (splits) {
+      log.nodes = ranks / gpn;
+      log.gpus_per_node = gpn;
+    }
+    log.warnings.push_back(
+        splits ? fmt::format("the '# Using devices' block lists {} of the log's {} ranks "
+                             "(abbreviated); the highest device it names, {}, makes it {} "
+                             "node(s) x {} GPUs (--nodes or --gpus-per-node to say otherwise)",
+                             log.ranks, ranks, highest_device, log.nodes, gpn)
+               : fmt::format("the '# Using devices' block lists {} of the log's {} ranks "
+                             "(abbreviated): it does not say how they split into nodes",
+                             log.ranks, ranks));
+    log.ranks = ranks;
   } else if (!hosts.empty()) {
     // One scale per log: nodes x GPUs per node only means something when every host runs the
     // same number of ranks.

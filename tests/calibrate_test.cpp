@@ -88,34 +88,42 @@ TEST(NcclTests, DevicesBlockAndSeveralCollectives) {
   EXPECT_DOUBLE_EQ(*log.runs[1].avg_busbw_GBps, 0.04);
 }
 
-TEST(NcclTests, AnAbbreviatedDevicesBlockGivesTheRankCountButNotTheNodes) {
-  // A README that keeps only the last rank's line: "Rank 3" means 4 ranks, but not on how many
-  // hosts. The scale then comes from --nodes or --gpus-per-node, the other factor from the ranks.
+TEST(NcclTests, AnAbbreviatedDevicesBlockGivesTheRankCountAndTheLastDeviceTheSplit) {
+  // A README that keeps only the last rank's line: "Rank 3" means 4 ranks, and the last rank
+  // sits on the last node's last GPU, so its "device 1" makes 2 GPUs per node, 2 nodes.
   std::string text = kTwoCollectives;
-  for (const char* kept : {"#  Rank  0 ", "#  Rank  1 ", "#  Rank  2 "}) {
-    const auto at = text.find(kept);
+  for (const char* dropped : {"#  Rank  0 ", "#  Rank  1 ", "#  Rank  2 "}) {
+    const auto at = text.find(dropped);
     text.erase(at, text.find('\n', at) + 1 - at);
   }
   const NcclTestsLog log = parse_nccl_tests(text, "readme.log");
   EXPECT_EQ(log.ranks, 4);
-  EXPECT_EQ(log.nodes, 0);
-  EXPECT_EQ(log.gpus_per_node, 0);
-  ASSERT_EQ(log.warnings.size(), 1u);
+  EXPECT_EQ(log.nodes, 2);
+  EXPECT_EQ(log.gpus_per_node, 2);
+  ASSERT_EQ(log.warnings.size(), 1u);  // the inference is said, not silent
   EXPECT_NE(log.warnings[0].find("lists 1 of the log's 4 ranks"), std::string::npos);
+  EXPECT_NE(log.warnings[0].find("2 node(s) x 2 GPUs"), std::string::npos);
 
-  const auto unknown = error_of([&] { log_scale(log, 0, 0); });
+  // "device 2" cannot be the last of equal nodes holding 4 ranks: the split stays unknown, and
+  // the scale comes from --nodes or --gpus-per-node, the other factor from the ranks.
+  std::string odd = text;
+  odd.replace(odd.find("device  1"), 9, "device  2");
+  const NcclTestsLog unsplit = parse_nccl_tests(odd, "readme.log");
+  EXPECT_EQ(unsplit.ranks, 4);
+  EXPECT_EQ(unsplit.nodes, 0);
+  const auto unknown = error_of([&] { log_scale(unsplit, 0, 0); });
   EXPECT_EQ(unknown.file(), "readme.log");
   EXPECT_NE(unknown.reason().find("4 ranks"), std::string::npos);
   EXPECT_NE(unknown.reason().find("--nodes"), std::string::npos);
-  const LogScale by_nodes = log_scale(log, 2, 0);
+  const LogScale by_nodes = log_scale(unsplit, 2, 0);
   EXPECT_EQ(by_nodes.nodes, 2);
   EXPECT_EQ(by_nodes.gpus_per_node, 2);
-  const LogScale by_gpus = log_scale(log, 0, 4);
+  const LogScale by_gpus = log_scale(unsplit, 0, 4);
   EXPECT_EQ(by_gpus.nodes, 1);
   EXPECT_EQ(by_gpus.gpus_per_node, 4);
-  EXPECT_EQ(error_of([&] { log_scale(log, 3, 0); }).field(), "--nodes");
-  EXPECT_EQ(error_of([&] { log_scale(log, 0, 3); }).field(), "--gpus-per-node");
-  // The full block still gives the split; an override of one factor keeps the rank count.
+  EXPECT_EQ(error_of([&] { log_scale(unsplit, 3, 0); }).field(), "--nodes");
+  EXPECT_EQ(error_of([&] { log_scale(unsplit, 0, 3); }).field(), "--gpus-per-node");
+  // The full block gives the split; an override of one factor keeps the rank count.
   const NcclTestsLog full = parse_nccl_tests(kTwoCollectives, "two.log");
   EXPECT_TRUE(full.warnings.empty());
   EXPECT_EQ(log_scale(full, 0, 0).nodes, 2);
