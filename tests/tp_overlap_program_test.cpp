@@ -77,6 +77,12 @@ TEST(StepProgram, RingExchangeReduceScatterEndsWithAKernelSummingThePartials) {
   for (const auto& b : chunk_program(m, p, t, layout, h100_bf16(), 0, 0).blocks)
     for (const auto& k : b.forward) EXPECT_EQ(k.name.find("reduce (ring)"), std::string::npos);
 }
+std::vector<double> tails(const BlockProgram& b) {
+  std::vector<double> out;
+  for (const auto& g : b.tp_overlap_forward) out.push_back(g.tail);
+  return out;
+}
+
 TEST(StepProgram, PipelinedReduceScatterLeavesItsLastChunkExposed) {
   // Two layers, each a GEMM pair of 1 ms beside an all-gather and a reduce-scatter; the
   // reduce-scatter pipelined over 4 chunks (tail 1/4): its last quarter runs after the GEMM.
@@ -84,8 +90,7 @@ TEST(StepProgram, PipelinedReduceScatterLeavesItsLastChunkExposed) {
   BlockProgram b;
   b.count = 2;
   b.tp_collectives = 1;
-  b.tp_overlap_forward_s = {1e-3, 1e-3};
-  b.tp_overlap_forward_tail = {0.0, 0.25};
+  b.tp_overlap_forward = {{1e-3, 0.0}, {1e-3, 0.25}};
   chunk.blocks.push_back(b);
   // Collectives shorter than the GEMMs: only the tail shows, 0.25 x 0.5 ms per layer.
   TpOverlap o = tp_overlap(chunk, true, 0.5e-3);
@@ -97,7 +102,7 @@ TEST(StepProgram, PipelinedReduceScatterLeavesItsLastChunkExposed) {
   EXPECT_NEAR(o.exposed_s, 2 * (1e-3 + 1.25e-3), 1e-15);
   EXPECT_NEAR(o.overlapped_s, 2 * (1e-3 + 0.75e-3), 1e-15);
   // Backward has no tail.
-  b.tp_overlap_backward_s = {1e-3, 1e-3};
+  b.tp_overlap_backward = {{1e-3}, {1e-3}};
   chunk.blocks = {b};
   EXPECT_NEAR(tp_overlap(chunk, false, 0.5e-3).exposed_s, 0.0, 1e-18);
 
@@ -108,11 +113,11 @@ TEST(StepProgram, PipelinedReduceScatterLeavesItsLastChunkExposed) {
   const Layout layout = make_layout(m, p, t, 8);
   const BlockProgram bf16 =
       block_of(chunk_program(m, p, t, layout, h100_bf16(), 0, 0), "dense layer");
-  EXPECT_EQ(bf16.tp_overlap_forward_tail, (std::vector<double>{0, 0.25, 0, 0.25}));
+  EXPECT_EQ(tails(bf16), (std::vector<double>{0, 0.25, 0, 0.25}));
   t.precision = "fp8";
   const BlockProgram fp8 =
       block_of(chunk_program(m, p, t, layout, h100_fp8(), 0, 0), "dense layer");
-  EXPECT_EQ(fp8.tp_overlap_forward_tail, (std::vector<double>{0, 0, 0, 0}));
+  EXPECT_EQ(tails(fp8), (std::vector<double>{0, 0, 0, 0}));
 }
 
 }  // namespace

@@ -160,9 +160,8 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
   const double proj = bb.gemm("attention proj", x.T, x.h, x.local_heads * x.v_dim, 1, false,
                               Producer::none, false, x.row);
   bb.residual_add(x.Tsp * x.h);
-  bb.block.tp_overlap_forward_s = {qkv, proj};
-  bb.block.tp_overlap_forward_tail = {x.column.reduce_tail, x.row.reduce_tail};
-  bb.block.tp_overlap_backward_s = {qkv_bwd, bb.last_dgrad_s()};
+  bb.block.tp_overlap_forward = {{qkv, x.column.reduce_tail}, {proj, x.row.reduce_tail}};
+  bb.block.tp_overlap_backward = {{qkv_bwd}, {bb.last_dgrad_s()}};
 }
 
 void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
@@ -177,11 +176,10 @@ void dense_mlp(BlockBuilder& bb, const Shape& x, const ParallelismSpec& p) {
     bb.elementwise("swiglu", x.T * x.f / x.tp, 3, 5, 2, again);
   const double fc2 = bb.gemm("fc2", x.T, x.h, x.f / x.tp, 1, again, Producer::none, false, x.row);
   bb.residual_add(x.Tsp * x.h);
-  bb.block.tp_overlap_forward_s.insert(bb.block.tp_overlap_forward_s.end(), {fc1, fc2});
-  bb.block.tp_overlap_forward_tail.insert(bb.block.tp_overlap_forward_tail.end(),
-                                          {x.column.reduce_tail, x.row.reduce_tail});
-  bb.block.tp_overlap_backward_s.insert(bb.block.tp_overlap_backward_s.end(),
-                                        {fc1_bwd, bb.last_dgrad_s()});
+  auto& forward = bb.block.tp_overlap_forward;
+  forward.insert(forward.end(), {{fc1, x.column.reduce_tail}, {fc2, x.row.reduce_tail}});
+  auto& backward = bb.block.tp_overlap_backward;
+  backward.insert(backward.end(), {{fc1_bwd}, {bb.last_dgrad_s()}});
 }
 
 void moe_mlp(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const Layout& layout,

@@ -225,12 +225,10 @@ TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_
   TpOverlap o;
   for (const auto& b : chunk.blocks) {
     if (b.tp_collectives == 0 || (recomputed_only && !b.reruns_forward)) continue;
-    const auto& gemms = forward ? b.tp_overlap_forward_s : b.tp_overlap_backward_s;
-    for (std::size_t i = 0; i < gemms.size(); ++i) {
-      const double tail =
-          forward && i < b.tp_overlap_forward_tail.size() ? b.tp_overlap_forward_tail[i] : 0.0;
+    const auto& gemms = forward ? b.tp_overlap_forward : b.tp_overlap_backward;
+    for (const auto& [gemm_s, tail] : gemms) {
       const double exposed =
-          tail * collective_s + (1.0 - tail) * std::max(0.0, collective_s - gemms[i]);
+          tail * collective_s + (1.0 - tail) * std::max(0.0, collective_s - gemm_s);
       o.exposed_s += b.count * exposed;
       o.overlapped_s += b.count * (collective_s - exposed);
     }

@@ -73,12 +73,14 @@ struct BlockProgram {
   /// The GEMM each TP collective of a layer can hide behind with TP overlap, in order: forward
   /// all-gather -> QKV, proj -> reduce-scatter, all-gather -> fc1, fc2 -> reduce-scatter;
   /// backward the data-gradient GEMMs of the same four.
-  std::vector<double> tp_overlap_forward_s, tp_overlap_backward_s;
-  /// Per forward GEMM above, the share of its collective that runs after the GEMM's last chunk
-  /// whatever the GEMM's length (a pipelined reduce-scatter sends each chunk's rows once that
-  /// chunk is computed, so the last chunk's share waits for nothing to overlap with: 1 / chunks);
-  /// empty: none.
-  std::vector<double> tp_overlap_forward_tail;
+  struct OverlapGemm {
+    double gemm_s = 0;
+    /// The share of the collective that runs after the GEMM's last chunk whatever the GEMM's
+    /// length: a pipelined reduce-scatter sends each chunk's rows once that chunk is computed,
+    /// so the last chunk's share has nothing to overlap with (1 / chunks); 0: none.
+    double tail = 0;
+  };
+  std::vector<OverlapGemm> tp_overlap_forward, tp_overlap_backward;
   double attention_forward_s = 0, attention_backward_s = 0;  ///< CP exchange hides behind these
   int tp_collectives = 0;  ///< per direction: slots of all-reduce (or all-gather + reduce-scatter)
   int ep_alltoalls = 0;    ///< per direction

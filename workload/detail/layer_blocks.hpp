@@ -37,7 +37,7 @@ struct GemmSplit {
   /// Engine keeps FP8 buffers for all-gathers and pipelined reduce-scatters only). 0: none.
   int reduce_partials = 0;
   /// A pipelined reduce-scatter of the forward output: the share of it left after the GEMM's
-  /// last chunk (BlockProgram::tp_overlap_forward_tail), 1 / chunks; 0: none.
+  /// last chunk (BlockProgram::OverlapGemm::tail), 1 / chunks; 0: none.
   double reduce_tail = 0;
 };
 
