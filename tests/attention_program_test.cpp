@@ -126,6 +126,39 @@ TEST(ContextParallel, StepRunsWithCpAndTrafficGrowsWithIt) {
   EXPECT_TRUE(found);
 }
 
+TEST(KernelClasses, AttentionIsItsCoreKernelsWhereverTheyRun) {
+  // The classes split the chunk's kernel time exactly: GEMMs are the tensor-core kernels
+  // outside attention, the attention class the core's kernels (forward, backward and their
+  // recomputed copies), the rest memory- or launch-bound.
+  const ModelSpec m = small_model();
+  ParallelismSpec p = one_stage(1);
+  TrainingSpec t = eight_sequences();
+  const Layout layout = make_layout(m, p, t, 8);
+  const ChunkProgram flash = chunk_program(m, p, t, layout, h100_bf16(), 0, 0);
+  const KernelClassTimes f = kernel_class_times(flash);
+  EXPECT_NEAR(f.total(), flash.forward_s + flash.backward_s, 1e-12);
+  EXPECT_NEAR(f.attention, flash.attention_forward_s + flash.attention_backward_s, 1e-12);
+  EXPECT_NEAR(f.gemm + f.attention, flash.forward_tensor_s + flash.backward_tensor_s, 1e-12);
+  EXPECT_GT(f.memory, 0.0);
+
+  // Unfused attention under full recompute: the score GEMMs and the passes over the scores are
+  // attention, and the rerun forward adds the forward's attention once more.
+  t.attention = "unfused";
+  p.recompute = "full";
+  const ChunkProgram unfused = chunk_program(m, p, t, make_layout(m, p, t, 8), h100_bf16(), 0, 0);
+  const KernelClassTimes u = kernel_class_times(unfused);
+  EXPECT_NEAR(u.total(), unfused.forward_s + unfused.backward_s, 1e-12);
+  EXPECT_NEAR(u.attention, 2 * unfused.attention_forward_s + unfused.attention_backward_s, 1e-12);
+  const std::vector<std::string> core{"attention QK^T", "scale-mask-softmax", "attention dropout",
+                                      "attention AV"};
+  int marked = 0;
+  for (const auto& k : block_kernels(unfused, "dense layer")) {
+    EXPECT_EQ(k.attention, std::ranges::count(core, k.name) == 1) << k.name;
+    marked += k.attention ? 1 : 0;
+  }
+  EXPECT_EQ(marked, 4);
+}
+
 TEST(SlidingWindow, WindowedLayersComputeTheirBandAtTheWindowsRate) {
   // A window w of s tokens: s w - w^2 / 2 query-key pairs of the causal triangle's s^2 / 2,
   // at the measured rate for length w. GPT-OSS's pattern: every second layer attends fully.

@@ -281,6 +281,45 @@ TEST_F(ValidationDir, ErrorsPerRunAndPerFamilyByHand) {
   EXPECT_TRUE(j["leave_one_family_out"]["equals_in_sample"].get<bool>());
 }
 
+TEST_F(ValidationDir, RunsAreGroupedByWhereTheirSimulatedStepGoes) {
+  // Each run's step splits into GEMMs, attention, memory-bound, launch-bound and the rest; every
+  // class puts each simulated run in exactly one share band, so its bands count every run once.
+  write("a.yaml", tiny_run("a", "fsdp", "step_time_s", 1.0));
+  std::string unfused = tiny_run("b", "fsdp", "step_time_s", 1.0);
+  unfused.replace(unfused.find("training: {"), 11, "training: {attention: unfused, ");
+  write("b.yaml", unfused);
+  write("broken.yaml", "schema_version: 1\nmodel: {layers: [4\n");
+  const ValidationReport r = validate_directory(dir_.string(), 1);
+  for (const char* name : {"a", "b"}) {
+    const TimeShares& s = run_named(r, name).shares;
+    EXPECT_NEAR(s.gemm + s.attention + s.memory + s.launch + s.outside_kernels, 1.0, 1e-12);
+    EXPECT_GT(s.gemm, 0.0);
+    EXPECT_GT(s.attention, 0.0);
+    EXPECT_GE(s.outside_kernels, 0.0);
+  }
+  // Unfused attention moves the s x s scores through HBM: a larger share of the step.
+  EXPECT_GT(run_named(r, "b").shares.attention, run_named(r, "a").shares.attention);
+
+  const auto bands = summarize_time_shares(r.runs);
+  for (const auto& name : time_share_classes()) {
+    int runs = 0;
+    for (const auto& f : bands)
+      if (f.family.starts_with(name + " ")) {
+        runs += f.runs;
+        EXPECT_EQ(f.failed, 0) << f.family;  // a run that did not simulate has no shares
+      }
+    EXPECT_EQ(runs, 2) << name;
+  }
+  EXPECT_THROW(time_share(TimeShares{}, "tensor cores"), core::Error);
+  EXPECT_NE(validation_text(r).find("share of the step"), std::string::npos);
+  EXPECT_NE(validation_markdown(r).find("| attention "), std::string::npos);
+  const auto j = nlohmann::json::parse(validation_json(r));
+  EXPECT_NEAR(j["runs"][0]["time_shares"]["GEMM"].get<double>(), run_named(r, "a").shares.gemm,
+              1e-12);
+  EXPECT_FALSE(j["runs"][2].contains("time_shares"));  // broken.yaml
+  EXPECT_TRUE(j["by_time_share"].is_object());
+}
+
 TEST_F(ValidationDir, ErrorsPerGpuKind) {
   const std::string h100 = tiny_run("x", "fsdp", "step_time_s", 1.0);
   std::string a100 = h100;

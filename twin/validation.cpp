@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stats.hpp"
+#include "core/text.hpp"
 #include "twin/campaign.hpp"
 #include "twin/cluster.hpp"
 
@@ -27,6 +28,12 @@ double speed_error_pct(const ValidationRun& run) {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr const char* kTimeShareNote =
+    "Runs grouped by the share of the simulated step (its critical pipeline stage) that each "
+    "class of work takes: GEMMs, the attention core, memory-bound kernels, kernels at their "
+    "launch floor, and time outside kernels (exposed communication, pipeline bubble, optimizer). "
+    "A speed error that grows with one class's share points at that class's model.";
 
 /// Figures span 0.4 (MFU) to 10^5 (tokens/s): a simulated one gets digits that fit its scale; a
 /// published one is shown as the source prints it (at most 6 significant digits).
@@ -47,6 +54,37 @@ std::string signed_percent(int runs, double value) {
 }
 std::string published(double v) {
   return fmt::format("{:.6g}", v);
+}
+
+/// The step's time on its critical stage by class: the stage's compute split as its kernels'
+/// time splits (the executor may stretch kernels, e.g. beside NCCL, but not one class more than
+/// another), the rest of the step outside kernels.
+TimeShares time_shares_of(const StepReport& report) {
+  TimeShares s;
+  if (!(report.step_time_s > 0)) return s;
+  double compute_s = 0;
+  for (const auto& [what, seconds] : report.breakdown)
+    if (what == "compute") compute_s = seconds;
+  workload::KernelClassTimes t;
+  const auto stage = static_cast<std::size_t>(report.critical_stage);
+  if (stage < report.program.chunks.size())
+    for (const auto& chunk : report.program.chunks[stage]) {
+      const auto c = workload::kernel_class_times(chunk);
+      t.gemm += c.gemm;
+      t.attention += c.attention;
+      t.memory += c.memory;
+      t.launch += c.launch;
+    }
+  const double in_kernels = std::clamp(compute_s / report.step_time_s, 0.0, 1.0);
+  if (t.total() > 0) {
+    const double per = in_kernels / t.total();
+    s.gemm = t.gemm * per;
+    s.attention = t.attention * per;
+    s.memory = t.memory * per;
+    s.launch = t.launch * per;
+  }
+  s.outside_kernels = 1.0 - (s.gemm + s.attention + s.memory + s.launch);
+  return s;
 }
 
 ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
@@ -75,6 +113,7 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
       throw core::Error("validation.metric", run.metric, "the simulated figure is not finite",
                         c.path);
     run.error_pct = 100.0 * (run.simulated - run.published) / run.published;
+    run.shares = time_shares_of(report);
     run.ok = true;
   } catch (const core::Error& e) {
     run.error = e.in_file(c.path).what();
@@ -278,6 +317,39 @@ std::vector<FamilySummary> summarize_gpu_precisions(const std::vector<Validation
   });
 }
 
+const std::vector<std::string>& time_share_classes() {
+  static const std::vector<std::string> names{"GEMM", "attention", "memory-bound", "launch-bound",
+                                              "outside kernels"};
+  return names;
+}
+
+double time_share(const TimeShares& s, const std::string& name) {
+  if (name == "GEMM") return s.gemm;
+  if (name == "attention") return s.attention;
+  if (name == "memory-bound") return s.memory;
+  if (name == "launch-bound") return s.launch;
+  if (name == "outside kernels") return s.outside_kernels;
+  throw core::Error("time share", name, "not one of " + core::quoted_list(time_share_classes()));
+}
+
+std::vector<FamilySummary> summarize_time_shares(const std::vector<ValidationRun>& runs) {
+  // Bands of the share in percent: [0, 10), [10, 25), [25, 50), [50, 75), [75, 100].
+  static constexpr double kEdges[] = {0, 10, 25, 50, 75, 100};
+  std::vector<FamilySummary> out;
+  for (const auto& name : time_share_classes())
+    for (std::size_t b = 0; b + 1 < std::size(kEdges); ++b) {
+      const double lo = kEdges[b], hi = kEdges[b + 1];
+      const bool last = b + 2 == std::size(kEdges);
+      FamilySummary f = summary_of(
+          fmt::format("{} {:.0f}-{:.0f} %", name, lo, hi), runs, [&](const ValidationRun& r) {
+            const double pct = 100.0 * time_share(r.shares, name);
+            return r.ok && pct >= lo && (pct < hi || (last && pct <= hi + 1e-9));
+          });
+      if (f.runs > 0) out.push_back(std::move(f));
+    }
+  return out;
+}
+
 double Indistinguishable::spread() const {
   const auto [lo, hi] =
       std::minmax_element(published.begin(), published.end(),
@@ -404,7 +476,8 @@ std::string validation_text(const ValidationReport& r) {
   if (kinds.size() > 1)
     out += "\nBy GPU and GEMM precision (cluster.gpu, training.precision)\n" +
            summary_table(kinds, "gpu precision");
-  return out + indistinguishable_text(r, false);
+  return out + indistinguishable_text(r, false) + "\nBy where the simulated step's time goes\n" +
+         kTimeShareNote + "\n" + summary_table(summarize_time_shares(r.runs), "share of the step");
 }
 
 std::string validation_markdown(const ValidationReport& r) {
@@ -441,7 +514,8 @@ std::string validation_markdown(const ValidationReport& r) {
                        run.ok ? figure(run.simulated) : "-",
                        run.ok ? fmt::format("{:.1f}", run.error_pct) : "-", escaped);
   }
-  return out;
+  return out + "\n" + kTimeShareNote + "\n\n" +
+         table(summarize_time_shares(r.runs), "share of the simulated step");
 }
 
 std::string validation_json(const ValidationReport& r) {
@@ -457,7 +531,13 @@ std::string validation_json(const ValidationReport& r) {
     j["source"] = run.source;
     j["gpu"] = run.gpu;
     j["precision"] = run.precision;
-    if (!run.ok) j["error"] = run.error;
+    if (run.ok) {
+      nlohmann::ordered_json shares = nlohmann::ordered_json::object();
+      for (const auto& name : time_share_classes()) shares[name] = time_share(run.shares, name);
+      j["time_shares"] = std::move(shares);
+    } else {
+      j["error"] = run.error;
+    }
     runs.push_back(std::move(j));
   }
   nlohmann::ordered_json j;
@@ -466,6 +546,7 @@ std::string validation_json(const ValidationReport& r) {
   j["by_source"] = families_json(summarize_groups(r.runs));
   j["by_gpu"] = families_json(summarize_gpus(r.runs));
   j["by_gpu_precision"] = families_json(summarize_gpu_precisions(r.runs));
+  j["by_time_share"] = families_json(summarize_time_shares(r.runs));
   nlohmann::ordered_json lofo_values = nlohmann::ordered_json::object();
   for (const auto& [family, values] : r.lofo_values) lofo_values[family] = values;
   j["fitted"] = {{"parameters", r.fitted_parameters},

@@ -72,6 +72,16 @@ struct Fitter {
   std::function<FitResult(const std::vector<const ValidationCase*>& training)> fit;
 };
 
+/// Where the simulated step's time goes on its critical stage, as shares of the step: the four
+/// kernel classes of workload::KernelClassTimes splitting the stage's compute, and the rest
+/// (exposed communication, pipeline bubble and transfers, optimizer). They add up to 1.
+struct TimeShares {
+  double gemm = 0, attention = 0, memory = 0, launch = 0, outside_kernels = 0;
+};
+/// The names of TimeShares' parts, in order, and the part called `name` of `s`.
+const std::vector<std::string>& time_share_classes();
+double time_share(const TimeShares& s, const std::string& name);
+
 struct ValidationRun {
   std::string name, path, family, metric, source;
   std::string group;      ///< the sub-folder of the validation directory (one source table each)
@@ -81,6 +91,7 @@ struct ValidationRun {
   bool ok = false;  ///< simulated; otherwise `error` says why not
   double simulated = 0;
   double error_pct = 0;
+  TimeShares shares;  ///< of the simulated step (when ok)
   std::string error;
 };
 
@@ -155,6 +166,10 @@ std::vector<FamilySummary> summarize_groups(const std::vector<ValidationRun>& ru
 /// Errors per GPU kind (cluster.gpu), in first-seen order; runs that did not load count as
 /// failed under "-".
 std::vector<FamilySummary> summarize_gpus(const std::vector<ValidationRun>& runs);
+/// Errors of the runs grouped by how much of the simulated step one class of work takes
+/// ("attention 50-75 %"), for every class of time_share_classes() and share band with runs: a
+/// bias that grows with one class's share points at that class's model.
+std::vector<FamilySummary> summarize_time_shares(const std::vector<ValidationRun>& runs);
 /// Errors per GPU kind and GEMM precision ("h100-sxm bf16"), in first-seen order: a bias that
 /// one kind of kernel on one GPU carries shows here.
 std::vector<FamilySummary> summarize_gpu_precisions(const std::vector<ValidationRun>& runs);

@@ -68,6 +68,9 @@ struct Kernel {
   double time_s = 0;
   Limiter limiter = Limiter::launch;
   bool tensor_core = false;  ///< GEMM or attention (slowed by SMs taken); else HBM-bound
+  /// Part of the attention core: a flash kernel, or unfused attention's score GEMMs and the
+  /// passes over the s x s scores (scale, mask, softmax, dropout).
+  bool attention = false;
   /// What autograd keeps of a forward kernel for backward, which decides where an
   /// early-stopping recompute ends (step_program.hpp): its outputs (an activation, attention's
   /// output and log-sum-exp: known once it has run; Transformer Engine's FP8 GEMMs, autograd

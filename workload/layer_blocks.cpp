@@ -128,6 +128,7 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
                                      true, x.s_local, x.v_dim, window);
     Kernel b = bb.c_.flash_attention("flash attention bwd", false, bh, x.s_local, x.s, x.head_dim,
                                      true, x.s_local, x.v_dim, window);
+    f.attention = b.attention = true;
     attn_f = f.time_s;
     attn_b = b.time_s;
     if (selective) bb.block.recompute.push_back(f);
@@ -139,7 +140,8 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
     // Unfused attention materializes the whole s x s score tensor and masks it, a sliding
     // window's band included (Megatron's and PyTorch's unfused paths): the window saves nothing.
     const double scores = bh * x.s_local * x.s;  // elements of the s x s score tensor
-    const auto before_f = bb.block.forward.size(), before_b = bb.block.backward.size();
+    const auto before_f = bb.block.forward.size(), before_b = bb.block.backward.size(),
+               before_r = bb.block.recompute.size();
     bb.weightless_gemm("attention QK^T", x.s_local, x.s, x.head_dim, bh, selective);
     // Fused: scale-mask-softmax (4 B) + dropout (5 B); unfused: scale, mask, softmax (4 B each)
     // and dropout (5 B). Backward 11 B fused, 19 B unfused.
@@ -151,9 +153,17 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
       bb.memory("attention dropout", scores * 5, scores * 5, 1, selective);
     }
     bb.weightless_gemm("attention AV", x.s_local, x.v_dim, x.s, bh, selective);
-    for (auto i = before_f; i < bb.block.forward.size(); ++i) attn_f += bb.block.forward[i].time_s;
-    for (auto i = before_b; i < bb.block.backward.size(); ++i)
-      attn_b += bb.block.backward[i].time_s;
+    auto core = [](std::vector<Kernel>& kernels, std::size_t from) {
+      double seconds = 0;
+      for (auto i = from; i < kernels.size(); ++i) {
+        kernels[i].attention = true;
+        seconds += kernels[i].time_s;
+      }
+      return seconds;
+    };
+    attn_f = core(bb.block.forward, before_f);
+    attn_b = core(bb.block.backward, before_b);
+    core(bb.block.recompute, before_r);
   }
   bb.block.attention_forward_s += attn_f;
   bb.block.attention_backward_s += attn_b;

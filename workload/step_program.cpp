@@ -220,6 +220,20 @@ OptimizerProgram optimizer_program(double local_params, double grad_params,
   return o;
 }
 
+KernelClassTimes kernel_class_times(const ChunkProgram& chunk) {
+  KernelClassTimes t;
+  for (const auto& b : chunk.blocks)
+    for (const auto* kernels : {&b.forward, &b.backward, &b.recompute})
+      for (const auto& k : *kernels) {
+        double& into = k.attention                    ? t.attention
+                       : k.tensor_core                ? t.gemm
+                       : k.limiter == Limiter::launch ? t.launch
+                                                      : t.memory;
+        into += b.count * k.time_s;
+      }
+  return t;
+}
+
 TpOverlap tp_overlap(const ChunkProgram& chunk, bool forward, double collective_s,
                      bool recomputed_only) {
   TpOverlap o;

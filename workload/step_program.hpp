@@ -124,6 +124,16 @@ struct ChunkProgram {
   int kernels_per_microbatch = 0;
 };
 
+/// A chunk's kernel time per micro-batch (forward, backward and recompute, every block times its
+/// count) by what limits it: GEMMs (tensor-core kernels outside attention), the attention core,
+/// memory-bound kernels and kernels at their launch floor. The four add up to forward_s +
+/// backward_s.
+struct KernelClassTimes {
+  double gemm = 0, attention = 0, memory = 0, launch = 0;
+  [[nodiscard]] double total() const { return gemm + attention + memory + launch; }
+};
+KernelClassTimes kernel_class_times(const ChunkProgram& chunk);
+
 /// The optimizer of one stage.
 struct OptimizerProgram {
   std::vector<Kernel> kernels;
