@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "calibrate/profile.hpp"
 #include "core/error.hpp"
@@ -201,6 +202,27 @@ TEST(Step, AStragglerSlowsEveryone) {
 TEST(Step, SameScenarioSameResult) {
   const Scenario s = load_scenario(kScenarios + "small-moe.yaml");
   EXPECT_EQ(step_summary_json(s, simulate_step(s)), step_summary_json(s, simulate_step(s)));
+}
+
+TEST(Step, TimeSharesSplitTheCriticalStagesComputeByKernelClass) {
+  // The four kernel classes add up to the critical stage's compute share; the rest of the step
+  // is outside kernels. The MoE step spends part of it in all-to-alls.
+  const Scenario s = load_scenario(kScenarios + "small-moe.yaml");
+  const StepReport r = simulate_step(s);
+  const TimeShares t = step_time_shares(r);
+  double compute_s = 0;
+  for (const auto& [name, seconds] : r.breakdown)
+    if (name == "compute") compute_s = seconds;
+  EXPECT_NEAR(t.gemm + t.attention + t.memory + t.launch, compute_s / r.step_time_s, 1e-12);
+  EXPECT_NEAR(t.outside_kernels, 1.0 - compute_s / r.step_time_s, 1e-12);
+  EXPECT_GT(t.gemm, 0.0);
+  EXPECT_GT(t.attention, 0.0);
+  EXPECT_GT(t.memory, 0.0);
+  EXPECT_GT(t.outside_kernels, 0.0);
+  const auto j = nlohmann::json::parse(step_summary_json(s, r));
+  EXPECT_DOUBLE_EQ(j["time_shares"]["attention"].get<double>(), t.attention);
+  EXPECT_NE(step_summary_text(s, r).find("GEMM "), std::string::npos);
+  EXPECT_EQ(step_time_shares(StepReport{}).gemm, 0.0);  // no step, no shares
 }
 
 TEST(Step, MoeWithFsdpLoadsTheFabricFarMoreThanDenseOfEqualActiveFlops) {

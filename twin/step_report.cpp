@@ -2,9 +2,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/error.hpp"
 #include "core/text.hpp"
 #include "core/units.hpp"
 #include "twin/step_sim.hpp"
@@ -69,9 +71,15 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
       r.hfu_tflops_per_gpu, 100 * r.mfu,
       s.training.precision == "bf16" ? "" : fmt::format(" ({} GEMMs)", s.training.precision));
   out += fmt::format("breakdown    (critical stage {})\n", r.critical_stage);
-  for (const auto& [name, seconds] : r.breakdown)
+  const TimeShares shares = step_time_shares(r);
+  for (const auto& [name, seconds] : r.breakdown) {
     out += fmt::format("  {:<26}{:>9.3f} s {:>6.1f} %\n", name, seconds,
                        100 * seconds / r.step_time_s);
+    if (name == "compute")  // the same shares of the step, split by what limits each kernel
+      out += fmt::format(
+          "    GEMM {:.1f} %, attention {:.1f} %, memory-bound {:.1f} %, launch-bound {:.1f} %\n",
+          100 * shares.gemm, 100 * shares.attention, 100 * shares.memory, 100 * shares.launch);
+  }
   out += "link utilization (mean over the step)\n";
   for (const auto& [kind, u] : r.link_utilization)
     out += fmt::format("  {:<26}{:>8.1f} %\n", kind, 100 * u);
@@ -81,6 +89,52 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
       core::with_commas(static_cast<std::int64_t>(r.gpu_hours)),
       core::with_commas(static_cast<std::int64_t>(r.cost)), s.training.price_per_gpu_hour);
   return out;
+}
+
+const std::vector<std::string>& time_share_classes() {
+  static const std::vector<std::string> names{"GEMM", "attention", "memory-bound", "launch-bound",
+                                              "outside kernels"};
+  return names;
+}
+
+double time_share(const TimeShares& s, const std::string& name) {
+  if (name == "GEMM") return s.gemm;
+  if (name == "attention") return s.attention;
+  if (name == "memory-bound") return s.memory;
+  if (name == "launch-bound") return s.launch;
+  if (name == "outside kernels") return s.outside_kernels;
+  throw core::Error("time share", name, "not one of " + core::quoted_list(time_share_classes()));
+}
+
+/// The step's time on its critical stage by class: the stage's compute split as its kernels'
+/// time splits (the executor may stretch kernels, e.g. beside NCCL, but not one class more than
+/// another), the rest of the step outside kernels.
+TimeShares step_time_shares(const StepReport& report) {
+  TimeShares s;
+  if (!(report.step_time_s > 0)) return s;
+  double compute_s = 0;
+  for (const auto& [what, seconds] : report.breakdown)
+    if (what == "compute") compute_s = seconds;
+  workload::KernelClassTimes t;
+  const auto stage = static_cast<std::size_t>(report.critical_stage);
+  if (stage < report.program.chunks.size())
+    for (const auto& chunk : report.program.chunks[stage]) {
+      const auto c = workload::kernel_class_times(chunk);
+      t.gemm += c.gemm;
+      t.attention += c.attention;
+      t.memory += c.memory;
+      t.launch += c.launch;
+    }
+  const double in_kernels = std::clamp(compute_s / report.step_time_s, 0.0, 1.0);
+  if (t.total() > 0) {
+    const double per = in_kernels / t.total();
+    s.gemm = t.gemm * per;
+    s.attention = t.attention * per;
+    s.memory = t.memory * per;
+    s.launch = t.launch * per;
+  }
+  s.outside_kernels = 1.0 - (s.gemm + s.attention + s.memory + s.launch);
+  return s;
 }
 
 std::string step_summary_json(const Scenario& s, const StepReport& r) {
@@ -105,6 +159,10 @@ std::string step_summary_json(const Scenario& s, const StepReport& r) {
   for (const auto& [name, seconds] : r.breakdown) b[name] = seconds;
   j["breakdown"] = b;
   j["critical_stage"] = r.critical_stage;
+  const TimeShares shares = step_time_shares(r);
+  nlohmann::ordered_json ts = nlohmann::ordered_json::object();
+  for (const auto& name : time_share_classes()) ts[name] = time_share(shares, name);
+  j["time_shares"] = ts;  // of the step on the critical stage, by kernel class
   j["memory_GB"] = {{"weights", r.memory.weights_GB},     {"gradients", r.memory.gradients_GB},
                     {"optimizer", r.memory.optimizer_GB}, {"activations", r.memory.activations_GB},
                     {"working_set", r.memory.working_GB}, {"reserve", r.memory.reserve_GB},

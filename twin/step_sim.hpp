@@ -82,6 +82,19 @@ struct StepReport {
   std::string attention;          ///< the attention kernel run (resolves auto)
 };
 
+/// Where the step's time goes on its critical stage, as shares of the step: the stage's compute
+/// split as its kernels' time splits by workload::KernelClassTimes (GEMMs, the attention core,
+/// memory-bound kernels, kernels at their launch floor), and the rest (exposed communication,
+/// pipeline bubble and transfers, optimizer). They add up to 1.
+struct TimeShares {
+  double gemm = 0, attention = 0, memory = 0, launch = 0, outside_kernels = 0;
+};
+TimeShares step_time_shares(const StepReport& report);
+/// The names of TimeShares' parts, in order, and the part called `name` of `s` (throws
+/// core::Error for another name).
+const std::vector<std::string>& time_share_classes();
+double time_share(const TimeShares& s, const std::string& name);
+
 /// Throws core::Error when the scenario has no job, the parallelism is impossible or the
 /// model does not fit in GPU memory. `per_rank` simulates every data-parallel replica with its
 /// own TP/EP/pipeline groups solved separately (the check on the rank-class abstraction; cost

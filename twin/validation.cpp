@@ -56,37 +56,6 @@ std::string published(double v) {
   return fmt::format("{:.6g}", v);
 }
 
-/// The step's time on its critical stage by class: the stage's compute split as its kernels'
-/// time splits (the executor may stretch kernels, e.g. beside NCCL, but not one class more than
-/// another), the rest of the step outside kernels.
-TimeShares time_shares_of(const StepReport& report) {
-  TimeShares s;
-  if (!(report.step_time_s > 0)) return s;
-  double compute_s = 0;
-  for (const auto& [what, seconds] : report.breakdown)
-    if (what == "compute") compute_s = seconds;
-  workload::KernelClassTimes t;
-  const auto stage = static_cast<std::size_t>(report.critical_stage);
-  if (stage < report.program.chunks.size())
-    for (const auto& chunk : report.program.chunks[stage]) {
-      const auto c = workload::kernel_class_times(chunk);
-      t.gemm += c.gemm;
-      t.attention += c.attention;
-      t.memory += c.memory;
-      t.launch += c.launch;
-    }
-  const double in_kernels = std::clamp(compute_s / report.step_time_s, 0.0, 1.0);
-  if (t.total() > 0) {
-    const double per = in_kernels / t.total();
-    s.gemm = t.gemm * per;
-    s.attention = t.attention * per;
-    s.memory = t.memory * per;
-    s.launch = t.launch * per;
-  }
-  s.outside_kernels = 1.0 - (s.gemm + s.attention + s.memory + s.launch);
-  return s;
-}
-
 ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
   ValidationRun run;
   run.name = c.name;
@@ -113,7 +82,7 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
       throw core::Error("validation.metric", run.metric, "the simulated figure is not finite",
                         c.path);
     run.error_pct = 100.0 * (run.simulated - run.published) / run.published;
-    run.shares = time_shares_of(report);
+    run.shares = step_time_shares(report);
     run.ok = true;
   } catch (const core::Error& e) {
     run.error = e.in_file(c.path).what();
@@ -315,21 +284,6 @@ std::vector<FamilySummary> summarize_gpu_precisions(const std::vector<Validation
   return summarize_by(runs, [](const ValidationRun& r) {
     return r.gpu.empty() ? std::string("-") : r.gpu + " " + r.precision;
   });
-}
-
-const std::vector<std::string>& time_share_classes() {
-  static const std::vector<std::string> names{"GEMM", "attention", "memory-bound", "launch-bound",
-                                              "outside kernels"};
-  return names;
-}
-
-double time_share(const TimeShares& s, const std::string& name) {
-  if (name == "GEMM") return s.gemm;
-  if (name == "attention") return s.attention;
-  if (name == "memory-bound") return s.memory;
-  if (name == "launch-bound") return s.launch;
-  if (name == "outside kernels") return s.outside_kernels;
-  throw core::Error("time share", name, "not one of " + core::quoted_list(time_share_classes()));
 }
 
 std::vector<FamilySummary> summarize_time_shares(const std::vector<ValidationRun>& runs) {

@@ -72,16 +72,6 @@ struct Fitter {
   std::function<FitResult(const std::vector<const ValidationCase*>& training)> fit;
 };
 
-/// Where the simulated step's time goes on its critical stage, as shares of the step: the four
-/// kernel classes of workload::KernelClassTimes splitting the stage's compute, and the rest
-/// (exposed communication, pipeline bubble and transfers, optimizer). They add up to 1.
-struct TimeShares {
-  double gemm = 0, attention = 0, memory = 0, launch = 0, outside_kernels = 0;
-};
-/// The names of TimeShares' parts, in order, and the part called `name` of `s`.
-const std::vector<std::string>& time_share_classes();
-double time_share(const TimeShares& s, const std::string& name);
-
 struct ValidationRun {
   std::string name, path, family, metric, source;
   std::string group;      ///< the sub-folder of the validation directory (one source table each)
