@@ -305,9 +305,17 @@ void StepView::paintEvent(QPaintEvent*) {
   }
   y += 22 + 4;
   QStringList shares;
-  for (const auto& [name, s] : r.breakdown)
-    if (s > 0)
-      shares << QString("%1 %2 %").arg(breakdown_name(name)).arg(100 * s / total, 0, 'f', 1);
+  const sim::TimeShares kinds = sim::step_time_shares(r);
+  for (const auto& [name, s] : r.breakdown) {
+    if (!(s > 0)) continue;
+    QString share = QString("%1 %2 %").arg(breakdown_name(name)).arg(100 * s / total, 0, 'f', 1);
+    if (name == "compute")  // by kernel class, as shares of the step
+      share += QString(" (GEMM %1, attention %2, memory-bound %3)")
+                   .arg(100 * kinds.gemm, 0, 'f', 1)
+                   .arg(100 * kinds.attention, 0, 'f', 1)
+                   .arg(100 * kinds.memory, 0, 'f', 1);
+    shares << share;
+  }
   p.drawText(QRect(bx, y, bw, line), Qt::AlignLeft,
              QString("critical stage %1: ").arg(r.critical_stage) + shares.join(", "));
   y += line + 8;
