@@ -128,7 +128,8 @@ def _check_scenario(scenario: Any) -> Scenario:
 
 def run(scenario: Scenario, out: Union[str, os.PathLike, None] = None, engine: str = "native",
         per_rank: bool = False) -> dict:
-    """One training step (``clustertwin run --json``): step time, MFU, breakdown, time to train.
+    """One training step (``clustertwin run --json``): step time, MFU, breakdown (and
+    ``time_shares``: the step by kernel class), time to train.
 
     With ``out``, also writes summary.json, results.h5 and trace.json there.
     """
