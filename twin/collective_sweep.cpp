@@ -269,7 +269,7 @@ std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::N
     for (const auto& row : run.rows) spec.sizes.push_back(row.size_bytes);
     const SweepResult sim = run_collective_sweep(scenario, spec);
     Comparison c{run.op, nodes, gpn, sim.profile, {}, 0, 0, 0, false};
-    std::vector<double> errors, large_errors, ratios;
+    std::vector<double> errors, large_errors, ratios, large_ratios;
     for (std::size_t i = 0; i < run.rows.size(); ++i) {
       // Compare times (busbw of a tiny message prints as 0.00): the busbw error is
       // measured time / simulated time - 1.
@@ -280,13 +280,19 @@ std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::N
       c.rows.push_back({row.size_bytes, measured, simulated, error, sim.rows[i].algorithm,
                         sim.rows[i].protocol});
       errors.push_back(std::abs(error));
-      if (row.size_bytes >= 32.0 * 1024 * 1024) large_errors.push_back(std::abs(error));
-      ratios.push_back(sim.rows[i].time_us / measured_us);
+      const double ratio = sim.rows[i].time_us / measured_us;
+      ratios.push_back(ratio);
+      if (row.size_bytes >= 32.0 * 1024 * 1024) {
+        large_errors.push_back(std::abs(error));
+        large_ratios.push_back(ratio);
+      }
     }
     c.median_abs_error_pct = median(errors);
     c.median_abs_error_large_pct = large_errors.empty() ? 0.0 : median(large_errors);
     c.median_measured_over_simulated = median(ratios);
-    c.far_below = c.median_measured_over_simulated < 0.5;
+    c.median_measured_over_simulated_large = large_ratios.empty() ? 0.0 : median(large_ratios);
+    c.far_below = (large_ratios.empty() ? c.median_measured_over_simulated
+                                        : c.median_measured_over_simulated_large) < 0.5;
     out.push_back(std::move(c));
   }
   return out;
@@ -304,16 +310,21 @@ std::string comparison_table(const std::vector<Comparison>& comparisons) {
       out += fmt::format("{:>14.0f}  {:>17}  {:>14.2f}  {:>15.2f}  {:>7.1f}%\n", row.size_bytes,
                          row.algorithm + "/" + row.protocol, row.measured_busbw_GBps,
                          row.simulated_busbw_GBps, row.error_pct);
+    const bool large = c.median_measured_over_simulated_large > 0;
     out += fmt::format(
         "median |error| {:.1f}% (all sizes), {:.1f}% (sizes >= 32 MiB); measured / simulated "
-        "{:.2f}\n",
-        c.median_abs_error_pct, c.median_abs_error_large_pct, c.median_measured_over_simulated);
+        "{:.2f} (all sizes){}\n",
+        c.median_abs_error_pct, c.median_abs_error_large_pct, c.median_measured_over_simulated,
+        large ? fmt::format(", {:.2f} (sizes >= 32 MiB)", c.median_measured_over_simulated_large)
+              : std::string());
     if (c.far_below)
       out += fmt::format(
           "WARNING: measured bus bandwidth is {:.0f}% of what this profile predicts for healthy "
-          "hardware at this scale: the measured system is far below expectation (degraded links, "
-          "wrong NIC or NCCL configuration?)\n",
-          100.0 * c.median_measured_over_simulated);
+          "hardware at this scale{}: the measured system is far below expectation (degraded "
+          "links, wrong NIC or NCCL configuration?)\n",
+          100.0 *
+              (large ? c.median_measured_over_simulated_large : c.median_measured_over_simulated),
+          large ? " at sizes >= 32 MiB" : "");
   }
   return out;
 }
@@ -337,6 +348,7 @@ std::string comparison_json(const std::vector<Comparison>& comparisons) {
                    {"median_abs_error_pct", c.median_abs_error_pct},
                    {"median_abs_error_large_pct", c.median_abs_error_large_pct},
                    {"median_measured_over_simulated", c.median_measured_over_simulated},
+                   {"median_measured_over_simulated_large", c.median_measured_over_simulated_large},
                    {"far_below_expectation", c.far_below}});
   }
   // One run (the usual nccl-tests log) prints as an object, several as a list.
