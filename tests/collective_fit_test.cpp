@@ -107,7 +107,14 @@ TEST(CollectiveFit, PublicMultiNodeLogsWithin5PercentAbove32MiB) {
     const Scenario scenario = load_scenario("", l.sets);
     const auto log = calibrate::read_nccl_tests(kData + l.file);
     calibrate::Profile profile = calibrate::load_profile(l.base);
-    (void)fit_collectives(scenario, {log}, profile, {});
+    const CollectiveFit fit = fit_collectives(scenario, {log}, profile, {});
+    // Every segment reports the R^2 of its log(time), latency-only ones (small messages whose
+    // transfer is too small a part to tell the efficiency) included.
+    for (const auto& f : fit.curves) {
+      ASSERT_TRUE(f.curve.fit.has_value()) << l.file;
+      EXPECT_GT(f.curve.fit->r2, 0.0) << l.file << " " << f.curve.min_bytes;
+      EXPECT_LE(f.curve.fit->r2, 1.0) << l.file;
+    }
     const auto c = compare_log(scenario, log, write_profile(profile, "fit"), "auto", 0, 0).at(0);
     EXPECT_LE(c.median_abs_error_large_pct, 5.0) << l.file;
     EXPECT_LE(c.median_abs_error_pct, 10.0) << l.file;

@@ -102,8 +102,17 @@ Segment latency_only(const std::vector<Observation>& rows, double e_prior) {
     s.max_bytes = std::max(s.max_bytes, r.size_bytes);
   }
   s.latency_us = std::max(0.0, num / den);
-  for (const auto& r : rows)
-    errors.push_back(100.0 * std::abs(r.time_us / (s.latency_us + r.x_us / e_prior) - 1.0));
+  // R^2 of log(time), as calibrate's Hockney fit reports it: near 0 (or below) when the times
+  // hardly vary and the latency is all there is to fit.
+  double mean_log = 0, ss_tot = 0, ss_res = 0;
+  for (const auto& r : rows) mean_log += std::log(r.time_us) / static_cast<double>(rows.size());
+  for (const auto& r : rows) {
+    const double predicted = s.latency_us + r.x_us / e_prior;
+    errors.push_back(100.0 * std::abs(r.time_us / predicted - 1.0));
+    ss_tot += std::pow(std::log(r.time_us) - mean_log, 2);
+    ss_res += std::pow(std::log(r.time_us) - std::log(predicted), 2);
+  }
+  s.quality.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
   s.quality.points = static_cast<int>(rows.size());
   s.quality.median_abs_error_pct = core::median(errors);
   s.quality.max_abs_error_pct = *std::max_element(errors.begin(), errors.end());
