@@ -407,12 +407,21 @@ const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase&
         return {{f.nvlink_up(t.src_gpu), 1.0}};
       case Kind::from_switch:
         return {{f.nvlink_down(t.dst_gpu), 1.0}};
-      case Kind::to_leaf:
-        return {{f.pcie_up(t.src_gpu), 1.0},
-                {f.cable(f.nic_cable(f.nic_of_gpu(t.src_gpu))).up, 1.0}};
-      case Kind::from_leaf:
-        return {{f.cable(f.nic_cable(f.nic_of_gpu(t.dst_gpu))).down, 1.0},
-                {f.pcie_down(t.dst_gpu), 1.0}};
+      case Kind::to_leaf: {  // over each of the GPU's NICs, an equal share
+        std::vector<topology::Hop> hops{{f.pcie_up(t.src_gpu), 1.0}};
+        for (int j = 0; j < f.nics_per_gpu(); ++j)
+          hops.push_back(
+              {f.cable(f.nic_cable(f.nic_of_gpu(t.src_gpu, j))).up, 1.0 / f.nics_per_gpu()});
+        return hops;
+      }
+      case Kind::from_leaf: {
+        std::vector<topology::Hop> hops;
+        for (int j = 0; j < f.nics_per_gpu(); ++j)
+          hops.push_back(
+              {f.cable(f.nic_cable(f.nic_of_gpu(t.dst_gpu, j))).down, 1.0 / f.nics_per_gpu()});
+        hops.push_back({f.pcie_down(t.dst_gpu), 1.0});
+        return hops;
+      }
     }
     return {};
   };

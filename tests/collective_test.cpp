@@ -286,15 +286,19 @@ TEST(CollectiveSweep, OutputReadsBackAsAnNcclTestsLog) {
   EXPECT_NEAR(log.runs[0].rows[2].busbw_GBps, result.rows[2].busbw_GBps, 0.01);
 }
 
-TEST(CollectiveSweep, ResizingKeepsNicsPerGpuAndRefusesMoreNicsThanGpus) {
+TEST(CollectiveSweep, ResizingKeepsNicsPerGpuAndRefusesAFractionOfOne) {
   // One NIC per GPU follows the resize; four NICs on eight GPUs resized to two per node become
-  // two; sixteen NICs on eight GPUs (two per GPU, not modelled) are not silently halved.
+  // two; sixteen NICs on eight GPUs (two each) stay two each; twelve (one and a half each) are
+  // refused by the fabric, not silently changed.
   Scenario s = load_scenario("");
   EXPECT_EQ(resized(s, 2, 4).cluster.nics_per_node, 4);
   s.cluster.nics_per_node = 4;
   EXPECT_EQ(resized(s, 2, 2).cluster.nics_per_node, 2);
   EXPECT_EQ(resized(s, 2, 8).cluster.nics_per_node, 4);
   s.cluster.nics_per_node = 16;
+  EXPECT_EQ(resized(s, 2, 4).cluster.nics_per_node, 8);
+  s.cluster.nics_per_node = 12;
+  EXPECT_EQ(resized(s, 2, 4).cluster.nics_per_node, 12);
   SweepSpec spec;
   spec.op = "all_reduce";
   spec.nodes = 2;
@@ -302,6 +306,27 @@ TEST(CollectiveSweep, ResizingKeepsNicsPerGpuAndRefusesMoreNicsThanGpus) {
   spec.sizes = parse_sizes("1G");
   const auto e = test::error_of([&] { run_collective_sweep(s, spec); });
   EXPECT_EQ(e.field(), "cluster.nics_per_node");
+}
+
+TEST(CollectiveSweep, TwoNicsPerGpuCarryWhatOneOfTwiceTheRateDoes) {
+  // 16 x 100 Gb/s for 8 GPUs (OCI's BM.GPU4.8) against 8 x 200 Gb/s: each GPU sends over both of
+  // its NICs, half each, so the bandwidth-bound collectives across nodes run at the same rate.
+  SweepSpec spec;
+  spec.op = "all_reduce";
+  spec.nodes = 2;
+  spec.gpus_per_node = 8;
+  spec.sizes = parse_sizes("1G");
+  const Scenario one = load_scenario("", {"cluster.nic_gbps=200"});
+  const Scenario two = load_scenario("", {"cluster.nics_per_node=16", "cluster.nic_gbps=100"});
+  const double busbw_one = run_collective_sweep(one, spec).rows[0].busbw_GBps;
+  const double busbw_two = run_collective_sweep(two, spec).rows[0].busbw_GBps;
+  EXPECT_NEAR(busbw_two, busbw_one, 0.01 * busbw_one);
+  // With one NIC of each GPU left (8 x 100 Gb/s) the same collective is slower.
+  const Scenario half = load_scenario("", {"cluster.nic_gbps=100"});
+  EXPECT_LT(run_collective_sweep(half, spec).rows[0].busbw_GBps, 0.9 * busbw_two);
+  spec.op = "alltoall";
+  EXPECT_NEAR(run_collective_sweep(two, spec).rows[0].busbw_GBps,
+              run_collective_sweep(one, spec).rows[0].busbw_GBps, 0.01 * busbw_one);
 }
 
 }  // namespace

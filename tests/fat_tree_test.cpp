@@ -213,7 +213,12 @@ TEST(FatTree, EveryErrorNamesItsField) {
   const BadSpec cases[] = {
       {"cluster.nodes", [](ClusterSpec& c, FabricSpec&) { c.nodes = 0; }},
       {"cluster.gpus_per_node", [](ClusterSpec& c, FabricSpec&) { c.gpus_per_node = -1; }},
-      {"cluster.nics_per_node", [](ClusterSpec& c, FabricSpec&) { c.nics_per_node = 16; }},
+      {"cluster.nics_per_node", [](ClusterSpec& c, FabricSpec&) { c.nics_per_node = 12; }},
+      {"cluster.nics_per_node",  // GPUs within the modelled count, twice as many NICs not
+       [](ClusterSpec& c, FabricSpec&) {
+         c.nodes = (1 << 20) / 8;  // the most GPUs modelled
+         c.nics_per_node = 16;
+       }},
       {"cluster.nic_gbps", [](ClusterSpec& c, FabricSpec&) { c.nic_gbps = 0; }},
       {"cluster.nvlink_GBps", [](ClusterSpec& c, FabricSpec&) { c.nvlink_GBps = -5; }},
       {"fabric.kind", [](ClusterSpec&, FabricSpec& f) { f.kind = "dragonfly"; }},

@@ -253,5 +253,42 @@ TEST(LinkLoad, OversubscriptionConcentratesTheBisectionShift) {
     }
 }
 
+TEST(Routing, AGpuWithTwoNicsSendsHalfOverEach) {
+  // 16 NICs for 8 GPUs: GPU g's NICs are rails 2g and 2g + 1; a flow to another node splits
+  // evenly over the two rails, NIC j to the peer's NIC j. With one of them down, all of it takes
+  // the other.
+  ClusterSpec c;
+  c.nodes = 4;
+  c.nics_per_node = 16;
+  FabricSpec spec;
+  spec.tiers = 2;
+  spec.switch_radix = 32;
+  const Fabric f(c, spec);
+  EXPECT_EQ(f.nics_per_gpu(), 2);
+  EXPECT_EQ(f.nic_of_gpu(3, 0), 6);
+  EXPECT_EQ(f.nic_of_gpu(3, 1), 7);
+  EXPECT_EQ(f.nic_of_gpu(8 + 3, 1), 16 + 7);
+  const Router router(f);
+  auto load_on = [&](const Route& r, LinkId link) {
+    double sum = 0;
+    for (const Hop& h : r.hops)
+      if (h.link == link) sum += h.fraction;
+    return sum;
+  };
+  const Route r = router.gpu_route(3, 8 + 3, 1);
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_DOUBLE_EQ(load_on(r, f.cable(f.nic_cable(f.nic_of_gpu(3, j))).up), 0.5) << j;
+    EXPECT_DOUBLE_EQ(load_on(r, f.cable(f.nic_cable(f.nic_of_gpu(8 + 3, j))).down), 0.5) << j;
+  }
+  EXPECT_DOUBLE_EQ(load_on(r, f.pcie_up(3)), 1.0);  // one PCIe link per GPU carries it all
+
+  FabricState state(f);
+  state.fail_cable(f.nic_cable(f.nic_of_gpu(3, 1)));
+  const Router degraded(f, &state);
+  const Route d = degraded.gpu_route(3, 8 + 3, 1);
+  EXPECT_DOUBLE_EQ(load_on(d, f.cable(f.nic_cable(f.nic_of_gpu(3, 0))).up), 1.0);
+  EXPECT_DOUBLE_EQ(load_on(d, f.cable(f.nic_cable(f.nic_of_gpu(3, 1))).up), 0.0);
+}
+
 }  // namespace
 }  // namespace twin::topology

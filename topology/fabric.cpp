@@ -125,10 +125,11 @@ bool Fabric::is_switch(NodeId id) const {
   return k == NodeKind::leaf || k == NodeKind::spine || k == NodeKind::core;
 }
 
-int Fabric::nic_of_gpu(int g) const {
+int Fabric::nic_of_gpu(int g, int j) const {
   const int host = g / cluster_.gpus_per_node;
   const int local = g % cluster_.gpus_per_node;
-  return host * cluster_.nics_per_node + local * cluster_.nics_per_node / cluster_.gpus_per_node;
+  return host * cluster_.nics_per_node + local * cluster_.nics_per_node / cluster_.gpus_per_node +
+         j;
 }
 
 CableId Fabric::leaf_up_cable(int leaf, int port) const {
@@ -243,7 +244,8 @@ void Fabric::build() {
 }
 
 void Fabric::add_host_links() {
-  // Inside each server: NVLink to the NVSwitch domain, PCIe to the GPU's NIC.
+  // Inside each server: NVLink to the NVSwitch domain, PCIe to the GPU's NIC (one link per GPU,
+  // its PCIe x16, whatever number of NICs sits behind it).
   const int gpus = cluster_.gpus();
   const double nvlink_Bps = core::GBps_to_Bps(cluster_.nvlink_GBps);
   const double nvlink_half_s = core::ns_to_s(cluster_.nvlink_latency_ns) / 2;

@@ -26,6 +26,7 @@
 /// Host states from the scheduler (`cluster.node_states`, Slurm `sinfo`) mark hosts drained or
 /// down: they stay in the graph but placement leaves them out.
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <memory>
 #include <string>
@@ -139,9 +140,14 @@ class Fabric {
   [[nodiscard]] NodeId leaf(int l) const { return NodeId::from_index(first_leaf_ + l); }
   [[nodiscard]] NodeId spine(int s) const { return NodeId::from_index(first_spine_ + s); }
   [[nodiscard]] NodeId core_switch(int c) const { return NodeId::from_index(first_core_ + c); }
-  /// Server (cluster node) of a GPU, and the NIC (global index) it sends through.
+  /// Server (cluster node) of a GPU, and the NIC (global index) it sends through: with more
+  /// NICs than GPUs per node (a whole number per GPU, e.g. 16 x 100 Gb/s for 8 GPUs) the GPU's
+  /// `j`-th of nics_per_gpu(), on rail local x nics_per_gpu() + j; with fewer, the NIC it shares.
   [[nodiscard]] int host_of_gpu(int g) const { return g / cluster_.gpus_per_node; }
-  [[nodiscard]] int nic_of_gpu(int g) const;
+  [[nodiscard]] int nic_of_gpu(int g, int j = 0) const;
+  [[nodiscard]] int nics_per_gpu() const {
+    return std::max(1, cluster_.nics_per_node / cluster_.gpus_per_node);
+  }
   [[nodiscard]] int rail_of_nic(int n) const { return n % cluster_.nics_per_node; }
   [[nodiscard]] int host_of_nic(int n) const { return n / cluster_.nics_per_node; }
   [[nodiscard]] int leaf_of_nic(int n) const { return nic_leaf_[n]; }  ///< -1 if absent

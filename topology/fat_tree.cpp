@@ -76,11 +76,15 @@ void validate(const ClusterSpec& c, const FabricSpec& f) {
   if (static_cast<std::int64_t>(f.management_nodes) > kMaxGpus)
     throw Error("fabric.management_nodes", std::to_string(f.management_nodes),
                 fmt::format("at most {}", with_commas(kMaxGpus)));
-  if (c.nics_per_node > c.gpus_per_node)
+  if (static_cast<std::int64_t>(c.nodes) * c.nics_per_node > kMaxGpus)
     throw Error("cluster.nics_per_node", std::to_string(c.nics_per_node),
-                fmt::format("more compute NICs than GPUs per node ({}) is not modelled; each GPU "
-                            "uses one NIC",
-                            c.gpus_per_node));
+                fmt::format("{} nodes x {} NICs; at most {} NICs are modelled",
+                            with_commas(c.nodes), c.nics_per_node, with_commas(kMaxGpus)));
+  if (c.nics_per_node > c.gpus_per_node && c.nics_per_node % c.gpus_per_node != 0)
+    throw Error("cluster.nics_per_node", std::to_string(c.nics_per_node),
+                fmt::format("more compute NICs than GPUs per node ({}) must be a whole number per "
+                            "GPU (e.g. {}: two each)",
+                            c.gpus_per_node, 2 * c.gpus_per_node));
   for (auto [value, field] :
        {std::pair{c.nic_gbps, "cluster.nic_gbps"}, std::pair{c.nvlink_GBps, "cluster.nvlink_GBps"},
         std::pair{c.pcie_GBps, "cluster.pcie_GBps"},

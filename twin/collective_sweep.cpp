@@ -123,14 +123,16 @@ Scenario resized(const Scenario& scenario, int nodes, int gpus_per_node) {
   if (gpus_per_node < 1)
     throw core::Error("--gpus-per-node", std::to_string(gpus_per_node), "must be at least 1");
   Scenario s = scenario;
-  const bool nic_per_gpu = s.cluster.nics_per_node == s.cluster.gpus_per_node;
-  // Fewer GPUs per node than the scenario's NICs: the resize, not the user, made the NICs too
-  // many, so they follow the GPUs. A scenario that already has more NICs than GPUs keeps them,
-  // and the fabric says that is not modelled (rather than quietly dropping half the NICs).
-  const bool valid = s.cluster.nics_per_node <= s.cluster.gpus_per_node;
+  // NICs follow the GPUs where the scenario gives each GPU a whole number of them (one, or
+  // several: 16 x 100 Gb/s for 8 GPUs keeps 2 per GPU); NICs shared by GPUs stay as they are
+  // unless the resize leaves fewer GPUs than NICs, which then follow the GPUs one each.
+  const int g = s.cluster.gpus_per_node, n = s.cluster.nics_per_node;
   s.cluster.nodes = nodes;
   s.cluster.gpus_per_node = gpus_per_node;
-  if (nic_per_gpu || (valid && s.cluster.nics_per_node > gpus_per_node))
+  // NICs that are not a whole number per GPU stay as given, and the fabric refuses them.
+  if (n >= g && n % g == 0)
+    s.cluster.nics_per_node = gpus_per_node * (n / g);
+  else if (n < g && n > gpus_per_node)
     s.cluster.nics_per_node = gpus_per_node;
   return s;
 }

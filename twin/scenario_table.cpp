@@ -51,7 +51,10 @@ void cluster(std::vector<Entry>& t) {
                     "a100-sxm-40gb) or a path to a profile .json; NVLink, NIC and compute "
                     "figures come from it"));
   t.push_back(plain("cluster.nics_per_node", c(&ClusterSpec::nics_per_node), "", between(1, 72),
-                    "Compute NICs per node; GPU g uses NIC floor(g x nics / gpus)"));
+                    "Compute NICs per node; with at most one per GPU, GPU g uses NIC floor(g x "
+                    "nics / gpus); with more, a whole number k per GPU (e.g. 16 x 100 Gb/s for 8 "
+                    "GPUs), GPU g uses NICs g k .. g k + k - 1 and splits its traffic evenly "
+                    "over them"));
   t.push_back(with_default(plain("cluster.nic_gbps", c(&ClusterSpec::nic_gbps), "Gb/s", positive(),
                                  "NIC line rate (overrides the profile's)"),
                            "profile"));
