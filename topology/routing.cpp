@@ -182,21 +182,25 @@ Route Router::gpu_route(int src_gpu, int dst_gpu, std::uint64_t flow_label) cons
   // A GPU with several NICs sends over all of them, NIC j to the peer's NIC j (the same rail),
   // an equal share each, as NCCL spreads its channels: over the rails whose NICs and cables are
   // up. With none, rail 0 says why.
-  std::vector<int> rails;
-  for (int j = 0; j < f.nics_per_gpu(); ++j) {
-    const int a = f.nic_of_gpu(src_gpu, j), b = f.nic_of_gpu(dst_gpu, j);
-    if (f.nic_present(a) && f.nic_present(b) && usable(f.cable(f.nic_cable(a)).up) &&
-        usable(f.cable(f.nic_cable(b)).down))
-      rails.push_back(j);
-  }
-  if (rails.empty()) rails.push_back(0);
   Route fabric_part;
-  for (const int j : rails) {
-    const Route part = nic_route(f.nic_of_gpu(src_gpu, j), f.nic_of_gpu(dst_gpu, j), flow_label);
-    for (const Hop& h : part.hops)
-      fabric_part.hops.push_back({h.link, h.fraction / static_cast<double>(rails.size())});
-    fabric_part.latency_s = std::max(fabric_part.latency_s, part.latency_s);
-    fabric_part.fabric_hops = std::max(fabric_part.fabric_hops, part.fabric_hops);
+  if (f.nics_per_gpu() == 1) {
+    fabric_part = nic_route(f.nic_of_gpu(src_gpu), f.nic_of_gpu(dst_gpu), flow_label);
+  } else {
+    std::vector<int> rails;
+    for (int j = 0; j < f.nics_per_gpu(); ++j) {
+      const int a = f.nic_of_gpu(src_gpu, j), b = f.nic_of_gpu(dst_gpu, j);
+      if (f.nic_present(a) && f.nic_present(b) && usable(f.cable(f.nic_cable(a)).up) &&
+          usable(f.cable(f.nic_cable(b)).down))
+        rails.push_back(j);
+    }
+    if (rails.empty()) rails.push_back(0);
+    for (const int j : rails) {
+      const Route part = nic_route(f.nic_of_gpu(src_gpu, j), f.nic_of_gpu(dst_gpu, j), flow_label);
+      for (const Hop& h : part.hops)
+        fabric_part.hops.push_back({h.link, h.fraction / static_cast<double>(rails.size())});
+      fabric_part.latency_s = std::max(fabric_part.latency_s, part.latency_s);
+      fabric_part.fabric_hops = std::max(fabric_part.fabric_hops, part.fabric_hops);
+    }
   }
   route.hops.insert(route.hops.end(), fabric_part.hops.begin(), fabric_part.hops.end());
   append(route, require(f.pcie_down(dst_gpu)), 1.0);
