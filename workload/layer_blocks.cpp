@@ -119,7 +119,10 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
     if (x.rope) bb.elementwise("rotary", x.T * (x.q + x.kv) / x.tp, 2, 6, 2);
   }
   const double bh = x.b * x.local_heads;
-  double attn_f = 0, attn_b = 0;
+  // Every kernel the attention core adds below, forward, backward and recomputed, is marked as
+  // such; its forward and backward time is what context parallelism's K/V exchange hides behind.
+  const auto before_f = bb.block.forward.size(), before_b = bb.block.backward.size(),
+             before_r = bb.block.recompute.size();
   if (t.attention != "unfused") {
     // Ring attention computes this rank's s/cp queries against all s keys, load-balanced so the
     // causal half is skipped evenly: 1/cp of the full causal work.
@@ -128,9 +131,6 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
                                      true, x.s_local, x.v_dim, window);
     Kernel b = bb.c_.flash_attention("flash attention bwd", false, bh, x.s_local, x.s, x.head_dim,
                                      true, x.s_local, x.v_dim, window);
-    f.attention = b.attention = true;
-    attn_f = f.time_s;
-    attn_b = b.time_s;
     if (selective) bb.block.recompute.push_back(f);
     bb.block.forward.push_back(std::move(f));
     // The measured backward rate times the whole backward call, which includes its dO.O
@@ -140,8 +140,6 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
     // Unfused attention materializes the whole s x s score tensor and masks it, a sliding
     // window's band included (Megatron's and PyTorch's unfused paths): the window saves nothing.
     const double scores = bh * x.s_local * x.s;  // elements of the s x s score tensor
-    const auto before_f = bb.block.forward.size(), before_b = bb.block.backward.size(),
-               before_r = bb.block.recompute.size();
     bb.weightless_gemm("attention QK^T", x.s_local, x.s, x.head_dim, bh, selective);
     // Fused: scale-mask-softmax (4 B) + dropout (5 B); unfused: scale, mask, softmax (4 B each)
     // and dropout (5 B). Backward 11 B fused, 19 B unfused.
@@ -153,20 +151,18 @@ void attention_block(BlockBuilder& bb, const Shape& x, const ModelSpec& m, const
       bb.memory("attention dropout", scores * 5, scores * 5, 1, selective);
     }
     bb.weightless_gemm("attention AV", x.s_local, x.v_dim, x.s, bh, selective);
-    auto core = [](std::vector<Kernel>& kernels, std::size_t from) {
-      double seconds = 0;
-      for (auto i = from; i < kernels.size(); ++i) {
-        kernels[i].attention = true;
-        seconds += kernels[i].time_s;
-      }
-      return seconds;
-    };
-    attn_f = core(bb.block.forward, before_f);
-    attn_b = core(bb.block.backward, before_b);
-    core(bb.block.recompute, before_r);
   }
-  bb.block.attention_forward_s += attn_f;
-  bb.block.attention_backward_s += attn_b;
+  auto core = [](std::vector<Kernel>& kernels, std::size_t from) {
+    double seconds = 0;
+    for (auto i = from; i < kernels.size(); ++i) {
+      kernels[i].attention = true;
+      seconds += kernels[i].time_s;
+    }
+    return seconds;
+  };
+  bb.block.attention_forward_s += core(bb.block.forward, before_f);
+  bb.block.attention_backward_s += core(bb.block.backward, before_b);
+  core(bb.block.recompute, before_r);
   const double proj = bb.gemm("attention proj", x.T, x.h, x.local_heads * x.v_dim, 1, false,
                               Producer::none, false, x.row);
   bb.residual_add(x.Tsp * x.h);
