@@ -399,6 +399,14 @@ const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase&
   if (auto it = phase_cache_.find(key); it != phase_cache_.end()) return it->second;
 
   const topology::Fabric& f = *fabric_;
+  // A GPU's NIC cables, up or down, an equal share each (several NICs per GPU split its traffic).
+  auto nic_cables = [&](int gpu, bool up, std::vector<topology::Hop>& hops) {
+    const int k = f.nics_per_gpu();
+    for (int j = 0; j < k; ++j) {
+      const topology::Cable& cable = f.cable(f.nic_cable(f.nic_of_gpu(gpu, j)));
+      hops.push_back({up ? cable.up : cable.down, 1.0 / k});
+    }
+  };
   auto hops_of = [&](const Transfer& t) -> std::vector<topology::Hop> {
     switch (t.kind) {
       case Kind::gpu_to_gpu:
@@ -407,18 +415,14 @@ const CollectiveSimulator::Solved& CollectiveSimulator::solve_phase(const Phase&
         return {{f.nvlink_up(t.src_gpu), 1.0}};
       case Kind::from_switch:
         return {{f.nvlink_down(t.dst_gpu), 1.0}};
-      case Kind::to_leaf: {  // over each of the GPU's NICs, an equal share
+      case Kind::to_leaf: {
         std::vector<topology::Hop> hops{{f.pcie_up(t.src_gpu), 1.0}};
-        for (int j = 0; j < f.nics_per_gpu(); ++j)
-          hops.push_back(
-              {f.cable(f.nic_cable(f.nic_of_gpu(t.src_gpu, j))).up, 1.0 / f.nics_per_gpu()});
+        nic_cables(t.src_gpu, true, hops);
         return hops;
       }
       case Kind::from_leaf: {
         std::vector<topology::Hop> hops;
-        for (int j = 0; j < f.nics_per_gpu(); ++j)
-          hops.push_back(
-              {f.cable(f.nic_cable(f.nic_of_gpu(t.dst_gpu, j))).down, 1.0 / f.nics_per_gpu()});
+        nic_cables(t.dst_gpu, false, hops);
         hops.push_back({f.pcie_down(t.dst_gpu), 1.0});
         return hops;
       }
