@@ -272,12 +272,18 @@ TEST(Collective, BadInputIsAClearError) {
 namespace twin::sim {
 namespace {
 
-TEST(CollectiveSweep, OutputReadsBackAsAnNcclTestsLog) {
+/// nccl-tests' usual two-node run: `op` over 2 nodes x 8 GPUs at `sizes`.
+SweepSpec two_nodes(const std::string& op, const std::string& sizes) {
   SweepSpec spec;
-  spec.op = "all_gather";
+  spec.op = op;
   spec.nodes = 2;
   spec.gpus_per_node = 8;
-  spec.sizes = parse_sizes("64M:256M");
+  spec.sizes = parse_sizes(sizes);
+  return spec;
+}
+
+TEST(CollectiveSweep, OutputReadsBackAsAnNcclTestsLog) {
+  const SweepSpec spec = two_nodes("all_gather", "64M:256M");
   const SweepResult result = run_collective_sweep(load_scenario(""), spec);
   const auto log = calibrate::parse_nccl_tests(sweep_table(result), "sweep");
   ASSERT_EQ(log.runs.size(), 1u);
@@ -299,23 +305,14 @@ TEST(CollectiveSweep, ResizingKeepsNicsPerGpuAndRefusesAFractionOfOne) {
   EXPECT_EQ(resized(s, 2, 4).cluster.nics_per_node, 8);
   s.cluster.nics_per_node = 12;
   EXPECT_EQ(resized(s, 2, 4).cluster.nics_per_node, 12);
-  SweepSpec spec;
-  spec.op = "all_reduce";
-  spec.nodes = 2;
-  spec.gpus_per_node = 8;
-  spec.sizes = parse_sizes("1G");
-  const auto e = test::error_of([&] { run_collective_sweep(s, spec); });
+  const auto e = test::error_of([&] { run_collective_sweep(s, two_nodes("all_reduce", "1G")); });
   EXPECT_EQ(e.field(), "cluster.nics_per_node");
 }
 
 TEST(CollectiveSweep, TwoNicsPerGpuCarryWhatOneOfTwiceTheRateDoes) {
   // 16 x 100 Gb/s for 8 GPUs (OCI's BM.GPU4.8) against 8 x 200 Gb/s: each GPU sends over both of
   // its NICs, half each, so the bandwidth-bound collectives across nodes run at the same rate.
-  SweepSpec spec;
-  spec.op = "all_reduce";
-  spec.nodes = 2;
-  spec.gpus_per_node = 8;
-  spec.sizes = parse_sizes("1G");
+  SweepSpec spec = two_nodes("all_reduce", "1G");
   const Scenario one = load_scenario("", {"cluster.nic_gbps=200"});
   const Scenario two = load_scenario("", {"cluster.nics_per_node=16", "cluster.nic_gbps=100"});
   const double busbw_one = run_collective_sweep(one, spec).rows[0].busbw_GBps;
