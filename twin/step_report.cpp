@@ -121,13 +121,7 @@ TimeShares step_time_shares(const StepReport& report) {
   workload::KernelClassTimes t;
   const auto stage = static_cast<std::size_t>(report.critical_stage);
   if (stage < report.program.chunks.size())
-    for (const auto& chunk : report.program.chunks[stage]) {
-      const auto c = workload::kernel_class_times(chunk);
-      t.gemm += c.gemm;
-      t.attention += c.attention;
-      t.memory += c.memory;
-      t.launch += c.launch;
-    }
+    for (const auto& chunk : report.program.chunks[stage]) t += workload::kernel_class_times(chunk);
   const double in_kernels = std::clamp(compute_s / report.step_time_s, 0.0, 1.0);
   if (t.total() > 0) {
     const double per = in_kernels / t.total();

@@ -131,6 +131,13 @@ struct ChunkProgram {
 struct KernelClassTimes {
   double gemm = 0, attention = 0, memory = 0, launch = 0;
   [[nodiscard]] double total() const { return gemm + attention + memory + launch; }
+  KernelClassTimes& operator+=(const KernelClassTimes& o) {
+    gemm += o.gemm;
+    attention += o.attention;
+    memory += o.memory;
+    launch += o.launch;
+    return *this;
+  }
 };
 KernelClassTimes kernel_class_times(const ChunkProgram& chunk);
 
