@@ -10,6 +10,7 @@
 #include "netsim/collective.hpp"
 #include "test_helpers.hpp"
 #include "topology/fabric.hpp"
+#include "twin/detail/pipeline_schedule.hpp"
 #include "twin/scenario.hpp"
 #include "twin/step_sim.hpp"
 #include "workload/model.hpp"
@@ -223,6 +224,32 @@ TEST(Step, TimeSharesSplitTheCriticalStagesComputeByKernelClass) {
   EXPECT_DOUBLE_EQ(j["time_shares"]["attention"].get<double>(), t.attention);
   EXPECT_NE(step_summary_text(s, r).find("GEMM "), std::string::npos);
   EXPECT_EQ(step_time_shares(StepReport{}).gemm, 0.0);  // no step, no shares
+}
+
+TEST(Step, NcclBesideComputeTakesItsSmsAndTheHbmTrafficOfTheGpusNicShare) {
+  // H100: NCCL's 32 channels of 132 SMs leave a tensor-core kernel 100 of them, 32 % slower;
+  // the flex dispatcher holds 20 SMs instead. Data-parallel traffic reads and writes 3 HBM
+  // bytes per byte sent at the line rate of the GPU's NICs: at 47.5 GB/s out of 3 TB/s that is
+  // 4.75 % of HBM for one NIC per GPU, half for a NIC two GPUs share, twice for two NICs, and
+  // never more than half of HBM.
+  const calibrate::KernelProfile k = calibrate::load_profile("h100-sxm").kernels;
+  ASSERT_EQ(k.nccl_channels.value, 32.0);
+  ASSERT_EQ(k.sm_count.value, 132.0);
+  ASSERT_EQ(k.nccl_hbm_bytes_per_byte.value, 3.0);
+  auto hbm_slowdown = [](double f) { return f / (1.0 - f); };
+  const auto one = detail::Contention::of(k, false, 1.0, 47.5e9, 3000e9);
+  EXPECT_NEAR(one.sm_slowdown, 0.32, 1e-12);
+  EXPECT_NEAR(one.ep_sm_slowdown, 0.32, 1e-12);
+  EXPECT_NEAR(one.dp_hbm_slowdown, hbm_slowdown(0.0475), 1e-12);
+  EXPECT_NEAR(detail::Contention::of(k, true, 1.0, 47.5e9, 3000e9).ep_sm_slowdown, 20.0 / 112,
+              1e-12);
+  EXPECT_NEAR(detail::Contention::of(k, false, 0.5, 47.5e9, 3000e9).dp_hbm_slowdown,
+              hbm_slowdown(0.02375), 1e-12);
+  EXPECT_NEAR(detail::Contention::of(k, false, 2.0, 47.5e9, 3000e9).dp_hbm_slowdown,
+              hbm_slowdown(0.095), 1e-12);
+  EXPECT_NEAR(detail::Contention::of(k, false, 64.0, 47.5e9, 3000e9).dp_hbm_slowdown, 1.0, 1e-12);
+  // A kernel of 1 s tensor-core and 1 s memory-bound time, half of it beside NCCL.
+  EXPECT_NEAR(one.extra(1.0, 1.0, 1.0), 0.5 * (0.32 + hbm_slowdown(0.0475)), 1e-12);
 }
 
 TEST(Step, MoeWithFsdpLoadsTheFabricFarMoreThanDenseOfEqualActiveFlops) {

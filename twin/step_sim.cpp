@@ -271,22 +271,11 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   // Instances: the symmetric one (or, per rank, every replica), and the replica holding a
   // straggler if there is one. The step ends when the slowest instance does.
   std::vector<double> scale(pp, 1.0);
-  Contention overlap;
-  {
-    const auto& k = profile.kernels;
-    const double sm_fraction = k.nccl_channels.value / k.sm_count.value;
-    overlap.sm_slowdown = sm_fraction / (1.0 - sm_fraction);
-    // The flex dispatcher's kernels hold the SMs Megatron-Core gives DeepEP, not NCCL's channels.
-    const double ep_fraction =
-        t.moe_dispatcher == "flex"
-            ? std::min(workload::kFlexDispatchSms, k.sm_count.value - 1) / k.sm_count.value
-            : sm_fraction;
-    overlap.ep_sm_slowdown = ep_fraction / (1.0 - ep_fraction);
-    // Data-parallel traffic leaves through the NIC: its HBM share at line rate.
-    const double hbm_fraction = std::min(
-        0.5, k.nccl_hbm_bytes_per_byte.value * profile.nic_payload_Bps() / coster.hbm_Bps());
-    overlap.dp_hbm_slowdown = hbm_fraction / (1.0 - hbm_fraction);
-  }
+  const topology::ClusterSpec& hosts = fabric.cluster();
+  const Contention overlap =
+      Contention::of(profile.kernels, t.moe_dispatcher == "flex",
+                     static_cast<double>(hosts.nics_per_node) / hosts.gpus_per_node,
+                     profile.nic_payload_Bps(), coster.hbm_Bps());
   std::vector<StageComm> comm = build_comm(-1);
   Instance worst;
   if (per_rank) {

@@ -6,6 +6,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "workload/moe_dispatch.hpp"
+
 namespace twin::sim::detail {
 namespace {
 
@@ -46,6 +48,24 @@ std::vector<Op> schedule(int stage, int pp, int v, int m, bool combined) {
 }
 
 }  // namespace
+
+Contention Contention::of(const calibrate::KernelProfile& k, bool flex_dispatch,
+                          double nics_per_gpu, double nic_Bps, double hbm_Bps) {
+  Contention c;
+  const double sm_fraction = k.nccl_channels.value / k.sm_count.value;
+  c.sm_slowdown = sm_fraction / (1.0 - sm_fraction);
+  // The flex dispatcher's kernels hold the SMs Megatron-Core gives DeepEP, not NCCL's channels.
+  const double ep_fraction =
+      flex_dispatch ? std::min(workload::kFlexDispatchSms, k.sm_count.value - 1) / k.sm_count.value
+                    : sm_fraction;
+  c.ep_sm_slowdown = ep_fraction / (1.0 - ep_fraction);
+  // Data-parallel traffic leaves through the GPU's NICs: NCCL moves nccl_hbm_bytes_per_byte of
+  // HBM traffic per byte at their line rate (at most half of HBM: a bound, not a measurement).
+  const double hbm_fraction =
+      std::min(0.5, k.nccl_hbm_bytes_per_byte.value * nics_per_gpu * nic_Bps / hbm_Bps);
+  c.dp_hbm_slowdown = hbm_fraction / (1.0 - hbm_fraction);
+  return c;
+}
 
 Instance run_instance(const workload::ParallelismSpec& p, const workload::TrainingSpec& t,
                       const Layout& layout, const std::vector<std::vector<ChunkCost>>& cost,

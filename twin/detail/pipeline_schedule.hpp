@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "calibrate/kernel_profile.hpp"
 #include "twin/step_sim.hpp"
 #include "workload/parallelism.hpp"
 #include "workload/step_program.hpp"
@@ -42,6 +43,12 @@ struct Contention {
   double sm_slowdown = 0;      ///< extra time fraction of a compute-bound kernel beside NCCL
   double ep_sm_slowdown = 0;   ///< the same beside the MoE dispatcher's all-to-alls
   double dp_hbm_slowdown = 0;  ///< of a memory-bound kernel beside data-parallel traffic
+  /// From the GPU's kernel profile: NCCL's channels out of its SMs (or, for the flex
+  /// dispatcher's all-to-alls, the SMs it holds) and the HBM traffic of data-parallel
+  /// communication at the line rate of the GPU's NICs (`nics_per_gpu` of `nic_Bps` each; under 1
+  /// where GPUs share a NIC), out of `hbm_Bps` achievable.
+  [[nodiscard]] static Contention of(const calibrate::KernelProfile& k, bool flex_dispatch,
+                                     double nics_per_gpu, double nic_Bps, double hbm_Bps);
   [[nodiscard]] double extra(double tensor_s, double memory_s, double window_s) const {
     const double total = tensor_s + memory_s;
     if (!(total > 0) || !(window_s > 0)) return 0.0;
