@@ -126,6 +126,12 @@ struct Plan {
   std::vector<Phase> phases;
 };
 
+/// Throws unless a collective's size in bytes is positive (the error names "size").
+void check_collective_size(double bytes);
+/// The key under which identical phases share one solve: a hash of the transfers, with bytes
+/// relative to the collective's size `bytes` (never 0).
+std::uint64_t phase_signature(const Phase& phase, double bytes);
+
 /// Plans `op` with `algorithm` for every group at once. Groups are lists of GPU indices (all
 /// the same size); errors (a group too small, a GPU out of range, an algorithm that does not
 /// implement the op or fit the groups) name the field.
