@@ -354,6 +354,50 @@ TEST_F(ValidationDir, ErrorsPerGpuKind) {
   EXPECT_EQ(j["runs"][0]["gpu"].get<std::string>(), "a100-sxm-80gb");  // a100-fast.yaml
 }
 
+TEST(Validation, RunsAreGroupedByFamilyAndJobSize) {
+  // Bands of one node, then factors of four: 8 | 9-32 | ... | 513-2048 | over 2048, per family;
+  // runs that did not simulate are left out of the bands.
+  auto run = [](const std::string& family, int gpus, double error_pct, bool ok = true) {
+    ValidationRun r;
+    r.family = family;
+    r.metric = "step_time_s";
+    r.gpus = gpus;
+    r.ok = ok;
+    r.published = 1.0;
+    r.simulated = 1.0 + error_pct / 100;
+    r.error_pct = error_pct;
+    return r;
+  };
+  const std::vector<ValidationRun> runs{run("fsdp", 8, -10),      run("fsdp", 9, 4),
+                                        run("fsdp", 32, 2),       run("fsdp", 512, 1),
+                                        run("fsdp", 513, 0),      run("megatron", 4096, -20),
+                                        run("fsdp", 64, 0, false)};
+  std::map<std::string, FamilySummary> by;
+  for (const auto& f : summarize_scales(runs)) by[f.family] = f;
+  ASSERT_EQ(by.size(), 5U);
+  EXPECT_EQ(by["fsdp 1-8 GPUs"].runs, 1);
+  EXPECT_EQ(by["fsdp 9-32 GPUs"].runs, 2);
+  EXPECT_NEAR(by["fsdp 9-32 GPUs"].median_abs_error_pct, 3.0, 1e-12);
+  EXPECT_EQ(by["fsdp 129-512 GPUs"].runs, 1);
+  EXPECT_EQ(by["fsdp 513-2048 GPUs"].runs, 1);
+  EXPECT_EQ(by["megatron over 2048 GPUs"].runs, 1);
+  // A step time simulated 20 % short is a speed 25 % high.
+  EXPECT_NEAR(by["megatron over 2048 GPUs"].median_speed_error_pct, 25.0, 1e-9);
+  EXPECT_EQ(by.count("fsdp 33-128 GPUs"), 0U);  // its only run did not simulate
+}
+
+TEST_F(ValidationDir, EachRunKnowsItsJobSize) {
+  std::string text = tiny_run("tp2", "fsdp", "step_time_s", 1.0);
+  text.replace(text.find("tp: 1, pp: 1, dp: 8"), 19, "tp: 2, pp: 1, dp: 4");
+  write("tp2.yaml", text);
+  const ValidationReport r = validate_directory(dir_.string(), 1);
+  EXPECT_EQ(run_named(r, "tp2").gpus, 8);
+  EXPECT_NE(validation_text(r).find("By family and job size"), std::string::npos);
+  const auto j = nlohmann::json::parse(validation_json(r));
+  EXPECT_EQ(j["runs"][0]["gpus"].get<int>(), 8);
+  EXPECT_EQ(j["by_scale"]["fsdp 1-8 GPUs"]["runs"].get<int>(), 1);
+}
+
 TEST_F(ValidationDir, SpeedBiasIsSignedAndGroupedByGpuAndPrecision) {
   // Step times: published twice the simulated one (simulated 2x faster: +100 %) and 1/1.25 of
   // it (simulated slower: -20 %); a rate published at half the simulated one: +100 %.

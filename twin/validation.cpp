@@ -74,6 +74,8 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
   }
   run.gpu = c.scenario.cluster.gpu;
   run.precision = c.scenario.training.precision;
+  const workload::ParallelismSpec& par = c.scenario.parallelism;
+  run.gpus = par.tp * par.cp * par.pp * par.dp;
   try {
     const Cluster cluster(c.scenario);
     const StepReport report = step_on(model, cluster);
@@ -304,6 +306,25 @@ std::vector<FamilySummary> summarize_time_shares(const std::vector<ValidationRun
   return out;
 }
 
+std::vector<FamilySummary> summarize_scales(const std::vector<ValidationRun>& runs) {
+  // Bands of the job's GPU count: one node, then factors of four.
+  struct Band {
+    int from, to;  ///< inclusive; to = 0: no upper end
+  };
+  static constexpr Band kBands[] = {{1, 8}, {9, 32}, {33, 128}, {129, 512}, {513, 2048}, {2049, 0}};
+  std::vector<FamilySummary> out;
+  for (const auto& family : validation_families())
+    for (const Band& b : kBands) {
+      const std::string label = b.to > 0 ? fmt::format("{} {}-{} GPUs", family, b.from, b.to)
+                                         : fmt::format("{} over {} GPUs", family, b.from - 1);
+      FamilySummary f = summary_of(label, runs, [&](const ValidationRun& r) {
+        return r.ok && r.family == family && r.gpus >= b.from && (b.to == 0 || r.gpus <= b.to);
+      });
+      if (f.runs > 0) out.push_back(std::move(f));
+    }
+  return out;
+}
+
 double Indistinguishable::spread() const {
   const auto [lo, hi] =
       std::minmax_element(published.begin(), published.end(),
@@ -430,6 +451,9 @@ std::string validation_text(const ValidationReport& r) {
   if (kinds.size() > 1)
     out += "\nBy GPU and GEMM precision (cluster.gpu, training.precision)\n" +
            summary_table(kinds, "gpu precision");
+  const auto scales = summarize_scales(r.runs);
+  if (!scales.empty())
+    out += "\nBy family and job size (tp x cp x pp x dp)\n" + summary_table(scales, "family GPUs");
   return out + indistinguishable_text(r, false) + "\nBy where the simulated step's time goes\n" +
          kTimeShareNote + "\n" + summary_table(summarize_time_shares(r.runs), "share of the step");
 }
@@ -454,6 +478,7 @@ std::string validation_markdown(const ValidationReport& r) {
                     "\n" + table(summarize_gpus(r.runs), "GPU (cluster.gpu)") + "\n" +
                     table(summarize_gpu_precisions(r.runs),
                           "GPU and GEMM precision (cluster.gpu, training.precision)") +
+                    "\n" + table(summarize_scales(r.runs), "family and job size in GPUs") +
                     indistinguishable_text(r, true) + "\n";
   out +=
       "| run | family | metric | published | simulated | error % | source |\n"
@@ -485,6 +510,7 @@ std::string validation_json(const ValidationReport& r) {
     j["source"] = run.source;
     j["gpu"] = run.gpu;
     j["precision"] = run.precision;
+    j["gpus"] = run.gpus;
     if (run.ok) {
       nlohmann::ordered_json shares = nlohmann::ordered_json::object();
       for (const auto& name : time_share_classes()) shares[name] = time_share(run.shares, name);
@@ -500,6 +526,7 @@ std::string validation_json(const ValidationReport& r) {
   j["by_source"] = families_json(summarize_groups(r.runs));
   j["by_gpu"] = families_json(summarize_gpus(r.runs));
   j["by_gpu_precision"] = families_json(summarize_gpu_precisions(r.runs));
+  j["by_scale"] = families_json(summarize_scales(r.runs));
   j["by_time_share"] = families_json(summarize_time_shares(r.runs));
   nlohmann::ordered_json lofo_values = nlohmann::ordered_json::object();
   for (const auto& [family, values] : r.lofo_values) lofo_values[family] = values;

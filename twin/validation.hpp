@@ -77,6 +77,7 @@ struct ValidationRun {
   std::string group;      ///< the sub-folder of the validation directory (one source table each)
   std::string gpu;        ///< cluster.gpu, the hardware profile (empty when the file did not load)
   std::string precision;  ///< training.precision, the GEMM dtype (empty when it did not load)
+  int gpus = 0;           ///< the job's GPUs, tp x cp x pp x dp (0 when it did not load)
   double published = 0;
   bool ok = false;  ///< simulated; otherwise `error` says why not
   double simulated = 0;
@@ -160,6 +161,10 @@ std::vector<FamilySummary> summarize_gpus(const std::vector<ValidationRun>& runs
 /// ("attention 50-75 %"), for every class of time_share_classes() and share band with runs: a
 /// bias that grows with one class's share points at that class's model.
 std::vector<FamilySummary> summarize_time_shares(const std::vector<ValidationRun>& runs);
+/// Errors per family and job size in GPUs, in bands ("fsdp 129-512 GPUs"; 1-8, 9-32, 33-128,
+/// 129-512, 513-2048, over 2048): a bias that grows with the GPU count is a mechanism of scale the
+/// model lacks (or overstates), and the one a planner extrapolating to a larger cluster carries.
+std::vector<FamilySummary> summarize_scales(const std::vector<ValidationRun>& runs);
 /// Errors per GPU kind and GEMM precision ("h100-sxm bf16"), in first-seen order: a bias that
 /// one kind of kernel on one GPU carries shows here.
 std::vector<FamilySummary> summarize_gpu_precisions(const std::vector<ValidationRun>& runs);
