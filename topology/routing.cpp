@@ -29,6 +29,15 @@ void Router::unreachable(int src_nic, int dst_nic, const char* why) const {
                     std::string("unreachable: ") + why);
 }
 
+const char* Router::end_problem(int src_nic, int dst_nic) const {
+  const Fabric& f = *fabric_;
+  if (!f.nic_present(src_nic)) return "the source NIC has no cable";
+  if (!f.nic_present(dst_nic)) return "the destination NIC has no cable";
+  if (!usable(f.cable(f.nic_cable(src_nic)).up)) return "the source NIC's link is down";
+  if (!usable(f.cable(f.nic_cable(dst_nic)).down)) return "the destination NIC's link is down";
+  return nullptr;
+}
+
 bool Router::leaf_port_usable(int ls, int ld, int p) const {
   const Fabric& f = *fabric_;
   return usable(f.cable(f.leaf_up_cable(ls, p)).up) && usable(f.cable(f.leaf_up_cable(ld, p)).down);
@@ -113,13 +122,10 @@ Route Router::nic_route(int src_nic, int dst_nic, std::uint64_t flow_label) cons
                       fmt::format("NIC index out of range [0, {})", f.nic_count()));
   Route route;
   if (src_nic == dst_nic) return route;
-  if (!f.nic_present(src_nic)) unreachable(src_nic, dst_nic, "the source NIC has no cable");
-  if (!f.nic_present(dst_nic)) unreachable(src_nic, dst_nic, "the destination NIC has no cable");
+  if (const char* why = end_problem(src_nic, dst_nic)) unreachable(src_nic, dst_nic, why);
 
   const Cable& src_cable = f.cable(f.nic_cable(src_nic));
   const Cable& dst_cable = f.cable(f.nic_cable(dst_nic));
-  if (!usable(src_cable.up)) unreachable(src_nic, dst_nic, "the source NIC's link is down");
-  if (!usable(dst_cable.down)) unreachable(src_nic, dst_nic, "the destination NIC's link is down");
   const int ls = f.leaf_of_nic(src_nic), ld = f.leaf_of_nic(dst_nic);
 
   append(route, src_cable.up, 1.0);
@@ -187,12 +193,9 @@ Route Router::gpu_route(int src_gpu, int dst_gpu, std::uint64_t flow_label) cons
     fabric_part = nic_route(f.nic_of_gpu(src_gpu), f.nic_of_gpu(dst_gpu), flow_label);
   } else {
     std::vector<int> rails;
-    for (int j = 0; j < f.nics_per_gpu(); ++j) {
-      const int a = f.nic_of_gpu(src_gpu, j), b = f.nic_of_gpu(dst_gpu, j);
-      if (f.nic_present(a) && f.nic_present(b) && usable(f.cable(f.nic_cable(a)).up) &&
-          usable(f.cable(f.nic_cable(b)).down))
+    for (int j = 0; j < f.nics_per_gpu(); ++j)
+      if (end_problem(f.nic_of_gpu(src_gpu, j), f.nic_of_gpu(dst_gpu, j)) == nullptr)
         rails.push_back(j);
-    }
     if (rails.empty()) rails.push_back(0);
     for (const int j : rails) {
       const Route part = nic_route(f.nic_of_gpu(src_gpu, j), f.nic_of_gpu(dst_gpu, j), flow_label);

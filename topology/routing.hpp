@@ -71,6 +71,9 @@ class Router {
                             std::uint64_t flow_label) const;
   void append_adaptive(Route& route, int ls, int ld, bool same_pod, int src_nic, int dst_nic) const;
   [[noreturn]] void unreachable(int src_nic, int dst_nic, const char* why) const;
+  /// Why nothing can leave `src_nic` or reach `dst_nic` (a NIC without a cable, its link down),
+  /// or null when both ends are up.
+  [[nodiscard]] const char* end_problem(int src_nic, int dst_nic) const;
 
   const Fabric* fabric_;
   const FabricState* state_;
