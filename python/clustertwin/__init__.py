@@ -210,5 +210,8 @@ def sweep(scenario: Scenario, vary: Mapping[str, Union[str, Iterable[Any]]],
 
 def validate(directory: Union[str, os.PathLike] = "scenarios/validation", threads: int = 0) -> dict:
     """Published runs against the simulation (``clustertwin validate --json``): every scenario
-    with a ``validation:`` section under ``directory``, with the error per run and per family."""
+    with a ``validation:`` section under ``directory``, with the error per run and per family,
+    the fitted parameters and leave-one-family-out errors, and the same errors grouped by source
+    (``by_source``), GPU (``by_gpu``, ``by_gpu_precision``), family and job size (``by_scale``)
+    and where the simulated step goes (``by_time_share``)."""
     return json.loads(_core._validate(os.fspath(directory), threads))
