@@ -293,8 +293,7 @@ std::vector<Comparison> compare_log(const Scenario& scenario, const calibrate::N
     c.median_abs_error_large_pct = large_errors.empty() ? 0.0 : median(large_errors);
     c.median_measured_over_simulated = median(ratios);
     c.median_measured_over_simulated_large = large_ratios.empty() ? 0.0 : median(large_ratios);
-    c.far_below = (large_ratios.empty() ? c.median_measured_over_simulated
-                                        : c.median_measured_over_simulated_large) < 0.5;
+    c.far_below = c.judged_ratio() < 0.5;
     out.push_back(std::move(c));
   }
   return out;
@@ -324,9 +323,7 @@ std::string comparison_table(const std::vector<Comparison>& comparisons) {
           "WARNING: measured bus bandwidth is {:.0f}% of what this profile predicts for healthy "
           "hardware at this scale{}: the measured system is far below expectation (degraded "
           "links, wrong NIC or NCCL configuration?)\n",
-          100.0 *
-              (large ? c.median_measured_over_simulated_large : c.median_measured_over_simulated),
-          large ? " at sizes >= 32 MiB" : "");
+          100.0 * c.judged_ratio(), large ? " at sizes >= 32 MiB" : "");
   }
   return out;
 }

@@ -74,10 +74,16 @@ struct Comparison {
   double median_abs_error_large_pct = 0;            ///< sizes >= 32 MiB (0 when none)
   double median_measured_over_simulated = 0;        ///< bus bandwidth, all sizes
   double median_measured_over_simulated_large = 0;  ///< sizes >= 32 MiB (0 when none)
-  /// Measured under half of what the profile predicts where bandwidth rules (sizes >= 32 MiB,
-  /// or every size when the log has none that large): unhealthy links or a wrong configuration.
-  /// Small messages are left out: their time is latency, which fabrics differ in (EFA, RoCE).
+  /// Measured under half of what the profile predicts where bandwidth rules (judged_ratio()):
+  /// unhealthy links or a wrong configuration.
   bool far_below = false;
+  /// The measured / simulated ratio the health check judges: sizes >= 32 MiB, or every size when
+  /// the log has none that large. Small messages are left out where it can: their time is
+  /// latency, which fabrics differ in (EFA, RoCE).
+  [[nodiscard]] double judged_ratio() const {
+    return median_measured_over_simulated_large > 0 ? median_measured_over_simulated_large
+                                                    : median_measured_over_simulated;
+  }
 };
 
 /// Simulates every run of a log at the log's scale and compares bus bandwidth per size.
