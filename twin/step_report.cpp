@@ -110,7 +110,7 @@ double time_share(const TimeShares& s, const std::string& name) {
 /// time splits, the rest of the step outside kernels. The executor's stretching of kernels that
 /// run beside NCCL (tensor-core kernels by the SMs its channels take, memory-bound ones by its
 /// HBM traffic) is spread over the classes in proportion to their time: an approximation, off by
-/// at most that stretch (the SMs NCCL's channels take: 16 of 132 on H100) on the overlapped
+/// at most that stretch (the SMs NCCL's channels take: 32 of 132 on H100) on the overlapped
 /// kernels.
 TimeShares step_time_shares(const StepReport& report) {
   TimeShares s;
