@@ -60,6 +60,57 @@ TEST(ModelFlops, MatchNarayananClosedForms) {
   EXPECT_FALSE(oss.windowed(35));
 }
 
+TEST(ModelFlops, CausalCountsTheScoresTheMaskKeeps) {
+  // Eight tokens: the whole square has 64 entries; the causal mask keeps 1 + 2 + ... + 8 = 36;
+  // a window of 3 keeps 1 + 2 + 3 + 3 x 5 = 21 (s w - w (w - 1) / 2).
+  workload::ModelSpec m = workload::model_preset("gpt-oss-120b");
+  m.seq_len = 8;
+  m.sliding_window = 3;
+  ASSERT_TRUE(m.windowed(0));
+  ASSERT_FALSE(m.windowed(1));
+  EXPECT_DOUBLE_EQ(m.attention_entries(0, false), 64);
+  EXPECT_DOUBLE_EQ(m.attention_entries(1, true), 36);
+  EXPECT_DOUBLE_EQ(m.attention_entries(0, true), 21);
+  // 36 layers alternating windowed and full: 18 x (21 + 36) entries, 2 FLOPs per entry and
+  // head dimension (QK^T over 64-wide heads, AV over 64-wide heads, 64 heads).
+  const double per_entry = 2.0 * 64 * (64 + 64);
+  EXPECT_DOUBLE_EQ(m.attention_score_flops(2, true), 2 * 18 * (21 + 36) * per_entry);
+  EXPECT_DOUBLE_EQ(m.attention_score_flops(2, false), 2 * 36 * 64 * per_entry);
+  // Everything but the scores is the same in both conventions.
+  EXPECT_DOUBLE_EQ(m.forward_flops(2, false) - m.forward_flops(2, true),
+                   m.attention_score_flops(2, false) - m.attention_score_flops(2, true));
+
+  // Llama 3 70B at 8,192 tokens against NeMo / Megatron-Bridge's llama3_flops: per sequence
+  // s l h^2 (12 + 12 g/a + 18 f/h + 6 s/h + 6 V/(l h)), the score term halved (s^2/2; the
+  // mask's s(s+1)/2 is 1/s more).
+  const workload::ModelSpec l3 = workload::model_preset("llama3-70b");
+  const double s = l3.seq_len, l = l3.layers, h = l3.hidden, f = l3.ffn_hidden, V = l3.vocab;
+  const double g = l3.kv_heads, a = l3.heads;
+  const double nemo = s * l * h * h * (12 + 12 * g / a + 18 * f / h + 6 * s / h + 6 * V / (l * h));
+  EXPECT_NEAR(l3.training_flops(1, true) / nemo, 1.0, 1e-4);
+  // Over the whole square the score term is 12 s/h: 7.2 % more for this model.
+  const double square =
+      s * l * h * h * (12 + 12 * g / a + 18 * f / h + 12 * s / h + 6 * V / (l * h));
+  EXPECT_NEAR(l3.training_flops(1, false) / square, 1.0, 1e-12);
+}
+
+TEST(Step, TheFlopsConventionChangesTheReportNotTheStep) {
+  Scenario s = load_scenario(kScenarios + "small-moe.yaml");
+  const StepReport square = simulate_step(s);
+  s.training.model_flops = "causal";
+  const StepReport causal = simulate_step(s);
+  EXPECT_DOUBLE_EQ(causal.step_time_s, square.step_time_s);
+  const double ratio = s.model.training_flops(s.training.global_batch, true) /
+                       s.model.training_flops(s.training.global_batch, false);
+  EXPECT_LT(ratio, 1.0);
+  EXPECT_NEAR(causal.mfu / square.mfu, ratio, 1e-12);
+  EXPECT_NEAR(causal.tflops_per_gpu / square.tflops_per_gpu, ratio, 1e-12);
+  EXPECT_NE(step_summary_text(s, causal).find("attention FLOPs counted causal"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(step_summary_json(s, causal))["model_flops"], "causal");
+  s.training.model_flops = "full_square";
+  EXPECT_EQ(step_summary_text(s, square).find("counted causal"), std::string::npos);
+}
+
 TEST(Step, DefaultScenarioIsTheReferenceClusterTrainingA70BModel) {
   const Scenario s = load_scenario("");
   const StepReport r = simulate_step(s);

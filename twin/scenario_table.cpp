@@ -371,6 +371,15 @@ void training(std::vector<Entry>& t) {
                     "Loss over the vocabulary: fused (one pass, Transformer Engine / apex "
                     "xentropy), unfused (fp32 logits softmaxed op by op, Megatron's "
                     "VocabParallelCrossEntropy), auto: fused when training.fused_kernels"));
+  t.push_back(plain("training.model_flops", tr(&TrainingSpec::model_flops), "",
+                    one_of({"full_square", "causal"},
+                           "full_square: every s x s score, causal: the scores the causal mask "
+                           "or the sliding window keeps"),
+                    "How model FLOPs (model TFLOP/s, MFU) count attention scores: full_square "
+                    "(PaLM's MFU, Narayanan et al.'s Megatron-LM formula, NeMo 24.x and "
+                    "MosaicML's tables) or causal (Megatron-LM's num_floating_point_operations "
+                    "and NeMo / Megatron-Bridge's flops formulas since 2025); the step time does "
+                    "not depend on it"));
   t.push_back(plain("training.tp_comm_overlap", tr(&TrainingSpec::tp_comm_overlap), "", kAny,
                     "Overlap TP communication with GEMMs (Megatron-Core with sequence parallelism; "
                     "the GEMMs run in Transformer Engine's userbuffers chunks)"));

@@ -309,7 +309,9 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
 
   r.tokens_per_step = t.global_batch * model.seq_len;
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;
-  r.model_flops_per_step = model.training_flops(t.global_batch);
+  // Attention scores counted as training.model_flops says (the whole square, or causal).
+  const bool causal = t.causal_flops();
+  r.model_flops_per_step = model.training_flops(t.global_batch, causal);
   double recompute = 0;
   // Full recompute reruns every layer's forward but not the output layer (Narayanan et al.);
   // with recompute_layers, the first layers of each chunk only.
@@ -318,15 +320,15 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
     for (int stage = 0; stage < layout.pp; ++stage)
       for (int chunk = 0; chunk < layout.v; ++chunk)
         again += p.recomputed_layers(layout.layers(stage, chunk));
-    recompute = (model.forward_flops(t.global_batch) -
+    recompute = (model.forward_flops(t.global_batch, causal) -
                  2.0 * t.global_batch * model.seq_len * model.vocab * model.hidden) *
                 again / model.layers;
   }
   if (p.recompute == "selective") {
-    // The attention core counted as Megatron counts it (the full square); every other recomputed
-    // kernel (the recompute modules) from the program: per GPU per micro-batch, on each of the
-    // stage's GPUs, for every micro-batch of the step.
-    if (p.recomputes("core_attn")) recompute = model.attention_score_flops(t.global_batch);
+    // The attention core counted as the model FLOPs count it; every other recomputed kernel (the
+    // recompute modules) from the program: per GPU per micro-batch, on each of the stage's GPUs,
+    // for every micro-batch of the step.
+    if (p.recomputes("core_attn")) recompute = model.attention_score_flops(t.global_batch, causal);
     const double gpus_per_stage = static_cast<double>(layout.gpus) / layout.pp;
     for (const auto& stage : r.program.chunks)
       for (const auto& chunk : stage)

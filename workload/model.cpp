@@ -46,13 +46,28 @@ double ModelSpec::active_params() const {
          moe_layers() * active_moe_mlp_params() + embedding_params();
 }
 
-double ModelSpec::attention_score_flops(double sequences) const {
-  const double tokens = sequences * seq_len;
-  // QK^T over query/key heads and AV over value heads, the full square as Megatron counts.
-  return layers * 2.0 * tokens * seq_len * heads * (qk_head_dim() + v_dim());
+double ModelSpec::attention_entries(int layer, bool causal) const {
+  const double s = seq_len;
+  if (!causal) return s * s;
+  if (windowed(layer)) {
+    const double w = sliding_window;
+    return s * w - w * (w - 1) / 2;
+  }
+  return s * (s + 1) / 2;
 }
 
-double ModelSpec::forward_flops(double sequences) const {
+double ModelSpec::attention_score_flops(double sequences, bool causal) const {
+  // QK^T over query/key heads and AV over value heads: 2 FLOPs per entry and head dimension.
+  if (!causal) {
+    const double tokens = sequences * seq_len;
+    return layers * 2.0 * tokens * seq_len * heads * (qk_head_dim() + v_dim());
+  }
+  double entries = 0;
+  for (int layer = 0; layer < layers; ++layer) entries += attention_entries(layer, true);
+  return sequences * entries * 2.0 * heads * (qk_head_dim() + v_dim());
+}
+
+double ModelSpec::forward_flops(double sequences, bool causal) const {
   const double tokens = sequences * seq_len;
   // Matmul FLOPs are 2 per parameter per token over the active matrices, except the input
   // embedding (a lookup): so count the output projection (V h) once.
@@ -63,13 +78,18 @@ double ModelSpec::forward_flops(double sequences) const {
       attention_params() + (moe_layer(layers - 1) ? active_moe_mlp_params() : dense_mlp_params());
   const double mtp_params =
       mtp_layers * (mtp_layer + 2.0 * hidden * hidden + static_cast<double>(vocab) * hidden);
-  const double mtp_scores = layers > 0 ? mtp_layers * attention_score_flops(sequences) / layers : 0;
-  return 2.0 * tokens * (matmul_params + mtp_params) + attention_score_flops(sequences) +
+  // The module's layer attends as the last layer does.
+  const double per_entry = 2.0 * heads * (qk_head_dim() + v_dim());
+  const double mtp_scores =
+      layers == 0 ? 0
+      : causal    ? mtp_layers * sequences * attention_entries(layers - 1, true) * per_entry
+                  : mtp_layers * attention_score_flops(sequences) / layers;
+  return 2.0 * tokens * (matmul_params + mtp_params) + attention_score_flops(sequences, causal) +
          mtp_scores;
 }
 
-double ModelSpec::training_flops(double sequences) const {
-  return 3.0 * forward_flops(sequences);
+double ModelSpec::training_flops(double sequences, bool causal) const {
+  return 3.0 * forward_flops(sequences, causal);
 }
 
 namespace {

@@ -113,11 +113,17 @@ struct ModelSpec {
   /// Parameters a token touches (MoE: top_k routed + shared experts).
   [[nodiscard]] double active_params() const;
   /// Model FLOPs of one training step on `sequences` sequences (3 x forward, no recompute).
-  [[nodiscard]] double training_flops(double sequences) const;
+  /// `causal`: the attention scores count only the entries the mask keeps (see
+  /// attention_entries); otherwise the whole square.
+  [[nodiscard]] double training_flops(double sequences, bool causal = false) const;
   /// Forward FLOPs for `sequences` sequences.
-  [[nodiscard]] double forward_flops(double sequences) const;
+  [[nodiscard]] double forward_flops(double sequences, bool causal = false) const;
   /// Forward FLOPs of the attention-score part only (recomputed by selective recompute).
-  [[nodiscard]] double attention_score_flops(double sequences) const;
+  [[nodiscard]] double attention_score_flops(double sequences, bool causal = false) const;
+  /// (query, key) entries of one sequence's score matrix in layer `layer` (0-based): s^2, or
+  /// with `causal` those the mask keeps, s (s + 1) / 2, and in a layer with a window w < s,
+  /// s w - w (w - 1) / 2 (the first w queries see 1..w keys, the rest w each).
+  [[nodiscard]] double attention_entries(int layer, bool causal) const;
   bool operator==(const ModelSpec&) const = default;
 };
 

@@ -103,6 +103,13 @@ struct TrainingSpec {
   [[nodiscard]] bool fused_cross_entropy() const {
     return cross_entropy == "fused" || (cross_entropy == "auto" && fused_kernels);
   }
+  /// How model FLOPs (model TFLOP/s, MFU, HFU) count the attention scores: "full_square" (every
+  /// entry of each s x s score matrix: PaLM's MFU, Narayanan et al.'s Megatron-LM formula, NeMo
+  /// 24.x, MosaicML's MFU) or "causal" (the entries the causal mask, or a sliding window, keeps:
+  /// Megatron-LM's num_floating_point_operations and NeMo / Megatron-Bridge's flops formulas
+  /// since 2025). A convention of the report: the kernels' times do not depend on it.
+  std::string model_flops = "full_square";
+  [[nodiscard]] bool causal_flops() const { return model_flops == "causal"; }
   bool tp_comm_overlap = true;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
