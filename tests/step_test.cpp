@@ -45,6 +45,12 @@ TEST(ModelFlops, MatchNarayananClosedForms) {
   const double with_recompute = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
   const double ours = m.training_flops(B) + m.forward_flops(B) - 2.0 * B * s * V * h;
   EXPECT_NEAR(ours / with_recompute, 1.0, 1e-12);
+  // Tying the output layer to the embedding changes the parameters, not the GEMMs: the logits
+  // still cost 2 V h per token (GPT-3 ties them; Narayanan's formula counts them once).
+  workload::ModelSpec tied = m;
+  tied.tied_embeddings = true;
+  EXPECT_NEAR(tied.training_flops(B) / model, 1.0, 1e-12);
+  EXPECT_NEAR(tied.total_params(), m.total_params() - V * h, 1.0);
   // Parameter counts of the presets land on their published sizes.
   EXPECT_NEAR(m.total_params() / 1e9, 175, 2);
   EXPECT_NEAR(workload::model_preset("llama3-70b").total_params() / 1e9, 70.6, 1);

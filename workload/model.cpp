@@ -70,8 +70,10 @@ double ModelSpec::attention_score_flops(double sequences, bool causal) const {
 double ModelSpec::forward_flops(double sequences, bool causal) const {
   const double tokens = sequences * seq_len;
   // Matmul FLOPs are 2 per parameter per token over the active matrices, except the input
-  // embedding (a lookup): so count the output projection (V h) once.
-  const double matmul_params = active_params() - static_cast<double>(vocab) * hidden;
+  // embedding (a lookup): the output projection (V h) counts once, whether or not it is the
+  // embedding's own matrix (tied: active_params holds that matrix once, and it is the GEMM).
+  const double matmul_params =
+      active_params() - (tied_embeddings ? 0.0 : static_cast<double>(vocab) * hidden);
   // Each multi-token-prediction module: one layer like the last, its 2h x h projection and
   // the output layer again.
   const double mtp_layer =
