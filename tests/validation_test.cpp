@@ -339,6 +339,51 @@ TEST_F(ValidationDir, EachRunKnowsItsJobSize) {
   EXPECT_EQ(j["by_scale"]["fsdp 1-8 GPUs"]["runs"].get<int>(), 1);
 }
 
+TEST_F(ValidationDir, FlopsPerTokenAreCheckedAgainstTheSourcesCount) {
+  // The tiny GPT's model FLOPs per token by Narayanan et al.'s closed form (the whole square):
+  // 72 l h^2 (1 + s/(6h) + V/(12 l h)) = 72 x 4 x 1024^2 x (1 + 1/3 + 2/3) = 603,979,776. A
+  // source printing 10,000 tokens/s per GPU and 6.04 TFLOP/s counts the same; one printing 10 %
+  // less TFLOP/s counts 1/0.9 of it fewer, and is listed.
+  const double per_token = 72.0 * 4 * 1024 * 1024 * 2;
+  auto with_tflops = [](std::string text, double tflops) {
+    return text + fmt::format("  published_tflops_per_gpu: {:.17g}\n", tflops);
+  };
+  write("same.yaml", with_tflops(tiny_run("same", "megatron", "tokens_per_s_per_gpu", 1e4),
+                                 1e4 * per_token / 1e12));
+  write("fewer.yaml", with_tflops(tiny_run("fewer", "megatron", "tokens_per_s_per_gpu", 1e4),
+                                  0.9e4 * per_token / 1e12));
+  write("none.yaml", tiny_run("none", "megatron", "tokens_per_s_per_gpu", 1e4));
+  const ValidationReport r = validate_directory(dir_.string(), 1);
+  EXPECT_NEAR(run_named(r, "same").flops_ratio, 1.0, 1e-12);
+  EXPECT_NEAR(run_named(r, "fewer").flops_ratio, 1.0 / 0.9, 1e-12);
+  EXPECT_EQ(run_named(r, "none").flops_ratio, 0.0);
+  const std::string text = validation_text(r);
+  EXPECT_NE(text.find("1 of 2 runs within 1 %; the others:\n  fewer: 1.111x"), std::string::npos)
+      << text;
+  EXPECT_NE(validation_markdown(r).find("- fewer: 1.111x"), std::string::npos);
+  const auto j = nlohmann::json::parse(validation_json(r));
+  for (const auto& run : j["runs"]) {
+    if (run["name"] == "none") {
+      EXPECT_TRUE(run["flops_per_token_ratio"].is_null());
+    }
+    if (run["name"] == "fewer") {
+      EXPECT_NEAR(run["flops_per_token_ratio"].get<double>(), 1.0 / 0.9, 1e-12);
+    }
+  }
+
+  // The figure needs tokens/s beside it, and must be positive.
+  const auto metric = error_of([&] {
+    parse_scenario(with_tflops(tiny_run("a", "fsdp", "step_time_s", 1.0), 300), "a.yaml");
+  });
+  EXPECT_EQ(metric.field(), "validation.published_tflops_per_gpu");
+  EXPECT_NE(metric.reason().find("tokens_per_s_per_gpu"), std::string::npos) << metric.what();
+  EXPECT_EQ(error_of([&] {
+              parse_scenario(with_tflops(tiny_run("a", "fsdp", "tokens_per_s_per_gpu", 1e4), -3),
+                             "a.yaml");
+            }).field(),
+            "validation.published_tflops_per_gpu");
+}
+
 TEST_F(ValidationDir, SpeedBiasIsSignedAndGroupedByGpuAndPrecision) {
   // Step times: published twice the simulated one (simulated 2x faster: +100 %) and 1/1.25 of
   // it (simulated slower: -20 %); a rate published at half the simulated one: +100 %.

@@ -33,6 +33,9 @@ struct ValidationSpec {
   std::string family;  ///< one of validation_families()
   std::string metric;  ///< one of validation_metrics()
   double published = 0;
+  /// Model TFLOP/s per GPU the source prints beside a tokens/s figure (0: none): the ratio of
+  /// the two is the source's FLOPs per token, checked against the scenario's count.
+  double published_tflops_per_gpu = 0;
   std::string source;
   std::string notes;
   bool operator==(const ValidationSpec&) const = default;

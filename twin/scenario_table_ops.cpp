@@ -263,6 +263,10 @@ void validation(std::vector<Entry>& t) {
                     "The figure compared: " + core::quoted_list(validation_metrics())));
   t.push_back(plain("validation.published", v(&ValidationSpec::published), "", kAny,
                     "The source's own figure (required)"));
+  t.push_back(plain("validation.published_tflops_per_gpu",
+                    v(&ValidationSpec::published_tflops_per_gpu), "TFLOP/s", kAny,
+                    "Model TFLOP/s per GPU the source prints beside its tokens/s (optional): "
+                    "`validate` compares the source's FLOPs per token with the scenario's"));
   t.push_back(plain("validation.source", v(&ValidationSpec::source), "", kAny,
                     "Where it is published: document, table, row (required)"));
   t.push_back(plain("validation.notes", v(&ValidationSpec::notes), "", kAny,
@@ -318,6 +322,15 @@ std::vector<Section> operations_sections() {
                     "required: the source's figure, a positive number");
     if (v.source.empty())
       throw r.error("source", "", "required: where the figure is published (document, table, row)");
+    if (v.published_tflops_per_gpu != 0) {
+      const std::string value = fmt::format("{}", v.published_tflops_per_gpu);
+      if (!(v.published_tflops_per_gpu > 0) || !std::isfinite(v.published_tflops_per_gpu))
+        throw r.error("published_tflops_per_gpu", value, "a positive number (or leave it out)");
+      if (v.metric != "tokens_per_s_per_gpu")
+        throw r.error("published_tflops_per_gpu", value,
+                      "needs validation.metric tokens_per_s_per_gpu: the source's FLOPs per token "
+                      "are this figure over its tokens/s");
+    }
   };
   out.push_back(validation);
   return out;

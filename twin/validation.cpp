@@ -85,6 +85,11 @@ ValidationRun evaluate(const ValidationCase& c, const StepModel& model) {
                         c.path);
     run.error_pct = 100.0 * (run.simulated - run.published) / run.published;
     run.shares = step_time_shares(report);
+    const double source_tflops = c.scenario.validation.published_tflops_per_gpu;
+    if (source_tflops > 0 && report.tokens_per_s > 0) {
+      const double ours = report.tflops_per_gpu / (report.tokens_per_s / report.gpus);
+      run.flops_ratio = ours / (source_tflops / run.published);
+    }
     run.ok = true;
   } catch (const core::Error& e) {
     run.error = e.in_file(c.path).what();
@@ -369,6 +374,34 @@ std::string indistinguishable_text(const ValidationReport& r, bool markdown) {
   return out;
 }
 
+// How far the scenario's model FLOPs per token may be from the source's own count before the run
+// is listed: the count follows from the model's shape, so a transcription of the right model
+// with the source's convention lands within a few tenths of a percent (s(s+1)/2 or s^2/2 causal
+// entries, a router, a position table).
+constexpr double kFlopsTolerance = 0.01;
+
+std::string flops_check_text(const ValidationReport& r, bool markdown) {
+  int checked = 0, close = 0;
+  std::string off;
+  for (const auto& run : r.runs) {
+    if (!run.ok || !(run.flops_ratio > 0)) continue;
+    ++checked;
+    if (std::abs(run.flops_ratio - 1.0) <= kFlopsTolerance) {
+      ++close;
+      continue;
+    }
+    off += fmt::format("{}{}: {:.3f}x the source's count\n", markdown ? "- " : "  ", run.name,
+                       run.flops_ratio);
+  }
+  if (checked == 0) return "";
+  return fmt::format(
+             "\nModel FLOPs per token against the sources' own count (their model TFLOP/s per GPU "
+             "over their tokens/s per GPU; training.model_flops says how attention is counted): "
+             "{} of {} runs within {:.0f} %{}\n",
+             close, checked, 100 * kFlopsTolerance, off.empty() ? "" : "; the others:") +
+         off;
+}
+
 }  // namespace
 
 ValidationReport validate_directory(const std::string& directory, int threads,
@@ -454,8 +487,9 @@ std::string validation_text(const ValidationReport& r) {
   const auto scales = summarize_scales(r.runs);
   if (!scales.empty())
     out += "\nBy family and job size (tp x cp x pp x dp)\n" + summary_table(scales, "family GPUs");
-  return out + indistinguishable_text(r, false) + "\nBy where the simulated step's time goes\n" +
-         kTimeShareNote + "\n" + summary_table(summarize_time_shares(r.runs), "share of the step");
+  return out + indistinguishable_text(r, false) + flops_check_text(r, false) +
+         "\nBy where the simulated step's time goes\n" + kTimeShareNote + "\n" +
+         summary_table(summarize_time_shares(r.runs), "share of the step");
 }
 
 std::string validation_markdown(const ValidationReport& r) {
@@ -479,7 +513,7 @@ std::string validation_markdown(const ValidationReport& r) {
                     table(summarize_gpu_precisions(r.runs),
                           "GPU and GEMM precision (cluster.gpu, training.precision)") +
                     "\n" + table(summarize_scales(r.runs), "family and job size in GPUs") +
-                    indistinguishable_text(r, true) + "\n";
+                    indistinguishable_text(r, true) + flops_check_text(r, true) + "\n";
   out +=
       "| run | family | metric | published | simulated | error % | source |\n"
       "|---|---|---|---:|---:|---:|---|\n";
@@ -511,6 +545,8 @@ std::string validation_json(const ValidationReport& r) {
     j["gpu"] = run.gpu;
     j["precision"] = run.precision;
     j["gpus"] = run.gpus;
+    j["flops_per_token_ratio"] =
+        run.flops_ratio > 0 ? nlohmann::ordered_json(run.flops_ratio) : nlohmann::ordered_json();
     if (run.ok) {
       nlohmann::ordered_json shares = nlohmann::ordered_json::object();
       for (const auto& name : time_share_classes()) shares[name] = time_share(run.shares, name);

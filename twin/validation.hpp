@@ -83,6 +83,11 @@ struct ValidationRun {
   double simulated = 0;
   double error_pct = 0;
   TimeShares shares;  ///< of the simulated step (when ok)
+  /// The scenario's model FLOPs per token over the source's (published model TFLOP/s per GPU
+  /// over published tokens/s per GPU); 0 when the source prints no TFLOP/s or the run did not
+  /// simulate. Off 1 by more than a few tenths of a percent: the model differs from the one the
+  /// source counted, or the two count differently (training.model_flops).
+  double flops_ratio = 0;
   std::string error;
 };
 
