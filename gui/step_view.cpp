@@ -277,10 +277,11 @@ void StepView::paintEvent(QPaintEvent*) {
   p.setFont(font());
   y += line;
   p.drawText(QRect(kMargin, y, width() - 2 * kMargin, line), Qt::AlignLeft,
-             QString("step %1   %2 tokens/s   %3 TFLOP/s per GPU   MFU %4 %   critical stage %5")
+             QString("step %1   %2 tokens/s   %3 TFLOP/s per GPU   MFU %4 %%5   critical stage %6")
                  .arg(duration_text(r.step_time_s), thousands(r.tokens_per_s))
                  .arg(r.tflops_per_gpu, 0, 'f', 0)
                  .arg(100 * r.mfu, 0, 'f', 1)
+                 .arg(r.model_flops == "causal" ? " (causal attention FLOPs)" : "")
                  .arg(r.critical_stage));
   y += line + 8;
 

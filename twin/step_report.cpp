@@ -70,7 +70,7 @@ std::string step_summary_text(const Scenario& s, const StepReport& r) {
       r.step_time_s, core::with_commas(static_cast<std::int64_t>(r.tokens_per_s)), r.tflops_per_gpu,
       r.hfu_tflops_per_gpu, 100 * r.mfu,
       s.training.precision == "bf16" ? "" : fmt::format(" ({} GEMMs)", s.training.precision),
-      s.training.causal_flops() ? ", attention FLOPs counted causal" : "");
+      r.model_flops == "causal" ? ", attention FLOPs counted causal" : "");
   out += fmt::format("breakdown    (critical stage {})\n", r.critical_stage);
   const TimeShares shares = step_time_shares(r);
   for (const auto& [name, seconds] : r.breakdown) {
@@ -149,7 +149,7 @@ std::string step_summary_json(const Scenario& s, const StepReport& r) {
   j["mfu"] = r.mfu;
   j["peak_tflops"] = r.peak_tflops;
   j["mfu_denominator"] = "bf16 dense peak";
-  j["model_flops"] = s.training.model_flops;
+  j["model_flops"] = r.model_flops;
   j["virtual_stages"] = r.virtual_stages;
   j["stage_layers"] = r.stage_layers;
   j["attention"] = r.attention;

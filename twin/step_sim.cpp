@@ -312,6 +312,7 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   // Attention scores counted as training.model_flops says (the whole square, or causal).
   const bool causal = t.causal_flops();
   r.model_flops_per_step = model.training_flops(t.global_batch, causal);
+  r.model_flops = t.model_flops;
   double recompute = 0;
   // Full recompute reruns every layer's forward but not the output layer (Narayanan et al.);
   // with recompute_layers, the first layers of each chunk only.

@@ -60,6 +60,8 @@ struct StepReport {
   double tokens_per_step = 0;
   double tokens_per_s = 0;
   double model_flops_per_step = 0;
+  /// How the model FLOPs count attention scores (training.model_flops: full_square or causal).
+  std::string model_flops = "full_square";
   double hardware_flops_per_step = 0;
   double tflops_per_gpu = 0;
   double hfu_tflops_per_gpu = 0;
