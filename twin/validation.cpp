@@ -377,7 +377,8 @@ std::string indistinguishable_text(const ValidationReport& r, bool markdown) {
 // How far the scenario's model FLOPs per token may be from the source's own count before the run
 // is listed: the count follows from the model's shape, so a transcription of the right model
 // with the source's convention lands within a few tenths of a percent (s(s+1)/2 or s^2/2 causal
-// entries, a router, a position table).
+// entries, a router's h x E, figures the source rounds). A source that counts what the schema
+// leaves out (MosaicML's learned position table, 6 s h per token) does not carry the figure.
 constexpr double kFlopsTolerance = 0.01;
 
 std::string flops_check_text(const ValidationReport& r, bool markdown) {
