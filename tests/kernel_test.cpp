@@ -172,8 +172,9 @@ TEST(Software, OlderStacksAreSlower) {
 
 TEST(Software, Fp32GatherAndReductionDoubleTheirBytes) {
   // FSDP on 2 nodes x 8 GPUs: the all-gather carries param_gather_dtype's bytes per parameter
-  // and the reduce-scatter grad_reduce_dtype's; at hundreds of MB both are bandwidth-bound, so
-  // fp32 takes twice as long. fp32 gradients also take twice the gradient memory.
+  // and the reduce-scatter grad_reduce_dtype's; at hundreds of MB a layer both are nearly
+  // bandwidth-bound, so fp32 takes nearly twice as long (twice the bandwidth term, the same
+  // latency). fp32 gradients also take twice the gradient memory.
   const std::vector<std::string> base = {
       "cluster.nodes=2",           "fabric.tiers=2",
       "fabric.switch_radix=16",    "model.preset=llama3-8b",
@@ -188,9 +189,13 @@ TEST(Software, Fp32GatherAndReductionDoubleTheirBytes) {
   const double ag = seconds(bf16, "FSDP all_gather"), rs = seconds(bf16, "FSDP reduce_scatter");
   ASSERT_GT(ag, 0);
   ASSERT_GT(rs, 0);
-  EXPECT_NEAR(seconds(gather32, "FSDP all_gather") / ag, 2.0, 0.05);
+  const double gather_ratio = seconds(gather32, "FSDP all_gather") / ag;
+  EXPECT_GT(gather_ratio, 1.9);
+  EXPECT_LT(gather_ratio, 2.0);
   EXPECT_DOUBLE_EQ(seconds(gather32, "FSDP reduce_scatter"), rs);
-  EXPECT_NEAR(seconds(reduce32, "FSDP reduce_scatter") / rs, 2.0, 0.05);
+  const double reduce_ratio = seconds(reduce32, "FSDP reduce_scatter") / rs;
+  EXPECT_GT(reduce_ratio, 1.9);
+  EXPECT_LT(reduce_ratio, 2.0);
   EXPECT_DOUBLE_EQ(seconds(reduce32, "FSDP all_gather"), ag);
   EXPECT_DOUBLE_EQ(reduce32.memory.gradients_GB, 2.0 * bf16.memory.gradients_GB);
   EXPECT_GE(gather32.step_time_s, bf16.step_time_s);

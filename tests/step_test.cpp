@@ -216,6 +216,46 @@ TEST(Step, TheFirstForwardWaitsForTheParameterGatherItCannotHide) {
   EXPECT_GT(breakdown(on, "dp_comm_exposed"), gather - first.compute_s);
 }
 
+TEST(Step, FsdpsEmbeddingGatherAndReduceScatterHideBehindNothing) {
+  // FSDP over 8 GPUs on 100 Gb/s NICs, 2 micro-batches: every forward starts with the
+  // embedding's all-gather (Llama 3 8B's 128256 x 4096 table), which nothing before it can hide,
+  // and every backward ends with that table's gradient reduce-scatter, complete only once the
+  // last layer's backward is done. Each lasts as the network simulation says, on the
+  // communication stream, while the compute stream waits.
+  const StepReport r = simulate_step(load_scenario(
+      "",
+      {"cluster.nodes=8", "cluster.gpus_per_node=1", "cluster.nics_per_node=1",
+       "cluster.nic_gbps=100", "fabric.tiers=2", "model.preset=llama3-8b", "parallelism.tp=1",
+       "parallelism.pp=1", "parallelism.dp=8", "parallelism.zero=3", "parallelism.virtual_stages=1",
+       "parallelism.recompute=full", "training.global_batch=16"}));
+  double gather = 0, scatter = 0;
+  for (const auto& [name, seconds] : r.collective_times) {
+    if (name == "FSDP embedding all_gather s0 c0") gather = seconds;
+    if (name == "FSDP embedding reduce_scatter s0 c0") scatter = seconds;
+  }
+  ASSERT_GT(gather, 0.0);
+  ASSERT_GT(scatter, 0.0);
+  std::vector<TimelineOp> gathers, scatters, forwards, backwards;
+  for (const auto& o : r.timeline) {
+    if (o.stream == "comm" && o.name == "FSDP embedding all_gather c0") gathers.push_back(o);
+    if (o.stream == "comm" && o.name == "FSDP embedding reduce_scatter c0") scatters.push_back(o);
+    if (o.stream == "compute" && o.name.rfind("F c0 mb", 0) == 0) forwards.push_back(o);
+    if (o.stream == "compute" && o.name.rfind("B c0 mb", 0) == 0) backwards.push_back(o);
+  }
+  ASSERT_EQ(gathers.size(), 2u);
+  ASSERT_EQ(scatters.size(), 2u);
+  ASSERT_EQ(forwards.size(), 2u);
+  ASSERT_EQ(backwards.size(), 2u);
+  EXPECT_DOUBLE_EQ(gathers[0].start_s, forwards[0].start_s);  // the step's first thing
+  for (int mb = 0; mb < 2; ++mb) {
+    EXPECT_NEAR(gathers[mb].end_s - gathers[mb].start_s, gather, 1e-12);
+    EXPECT_NEAR(scatters[mb].end_s - scatters[mb].start_s, scatter, 1e-12);
+    EXPECT_GE(gathers[mb].start_s, forwards[mb].start_s);
+    EXPECT_DOUBLE_EQ(scatters[mb].end_s, backwards[mb].end_s);  // the backward waits for it
+  }
+  EXPECT_GE(breakdown(r, "dp_comm_exposed"), 2 * (gather + scatter) - 1e-12);
+}
+
 TEST(Step, ALaterChunksParameterGatherRunsWhileTheChunkBeforeComputes) {
   // Interleaved over 2 chunks: chunk 1's gather is dispatched with chunk 0's first forward and
   // runs after chunk 0's on the communication stream, while chunk 0's micro-batches compute;
@@ -485,8 +525,10 @@ TEST(Step, DataParallelCollectivesGoLayerByLayerOrInBuckets) {
                                          "parallelism.tp=1",        "parallelism.pp=1",
                                          "parallelism.dp=32",       "parallelism.virtual_stages=1",
                                          "training.global_batch=64"};
+  // `part`: all the stage's parameters, the layers' alone, or the embedding's alone.
+  enum class Part { all, layers, embedding };
   auto check = [&](std::vector<std::string> extra, const std::string& label, const char* op,
-                   bool params_gathered, int units) {
+                   bool params_gathered, int units, Part part = Part::all) {
     extra.insert(extra.begin(), base.begin(), base.end());
     const Scenario s = load_scenario("", extra);
     const StepReport r = simulate_step(s);
@@ -494,7 +536,10 @@ TEST(Step, DataParallelCollectivesGoLayerByLayerOrInBuckets) {
     const calibrate::Profile profile = calibrate::load_profile(s.cluster.gpu);
     const workload::Layout layout =
         workload::make_layout(s.model, s.parallelism, s.training, fabric.gpu_count());
-    const double params = r.program.chunks[0][0].params;
+    const auto& chunk = r.program.chunks[0][0];
+    const double params = part == Part::all      ? chunk.params
+                          : part == Part::layers ? chunk.params - chunk.embedding_params
+                                                 : chunk.embedding_params;
     const double bytes =
         (params_gathered ? s.training.param_gather_bytes() : s.training.grad_bytes()) * params;
     netsim::CollectiveSimulator net(fabric, nullptr, profile, netsim::make_engine("native"));
@@ -505,9 +550,15 @@ TEST(Step, DataParallelCollectivesGoLayerByLayerOrInBuckets) {
     EXPECT_NEAR(actual, units * one, 1e-12 * actual) << label << " in " << units;
     return units * one;
   };
-  // FSDP: 32 layers, 32 all-gathers and reduce-scatters of a layer's parameters each.
-  check({"parallelism.zero=3"}, "FSDP all_gather s0 c0", "all_gather", true, 32);
-  check({"parallelism.zero=3"}, "FSDP reduce_scatter s0 c0", "reduce_scatter", false, 32);
+  // FSDP: 32 layers, 32 all-gathers and reduce-scatters of a layer's parameters each; the
+  // embedding (128256 x 4096 of Llama 3 8B's 8.0 B parameters) one of each on its own.
+  check({"parallelism.zero=3"}, "FSDP all_gather s0 c0", "all_gather", true, 32, Part::layers);
+  check({"parallelism.zero=3"}, "FSDP reduce_scatter s0 c0", "reduce_scatter", false, 32,
+        Part::layers);
+  check({"parallelism.zero=3"}, "FSDP embedding all_gather s0 c0", "all_gather", true, 1,
+        Part::embedding);
+  check({"parallelism.zero=3"}, "FSDP embedding reduce_scatter s0 c0", "reduce_scatter", false, 1,
+        Part::embedding);
   // Distributed optimizer, dp 32: the stage's parameters in buckets of 40M.
   const double dense =
       simulate_step(load_scenario("", {base.begin(), base.end()})).program.chunks[0][0].params;

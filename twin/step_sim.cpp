@@ -218,9 +218,9 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         // where the GEMMs use them; the cast around an fp32 reduction is not costed.
         const double dense_params = cc.params - cc.expert_params;
         const double g = t.grad_bytes();
-        const double gathered = t.param_gather_bytes() * cc.params;
         const double once = shared ? 1.0 : 0.0;
-        double dp = 0, gather = 0, scatter = 0, hsdp = 0, param_gather = 0;
+        double dp = 0, gather = 0, scatter = 0, hsdp = 0, param_gather = 0, first_gather = 0,
+               last_scatter = 0;
         const int shard = layout.shard_group;
         // Collectives per chunk: sharded gradients (zero >= 2: PyTorch FSDP, ZeRO-2/3) move one
         // unit per transformer layer; Megatron's DDP and distributed optimizer move buckets of
@@ -233,11 +233,26 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
           return static_cast<int>(std::ceil(params / bucket));
         };
         if (p.zero >= 3) {
+          // The layers' units are gathered twice a micro-batch (forward, and again for backward)
+          // and their gradients reduce-scattered once. The embedding is gathered on its own (a
+          // unit of its own, or PyTorch FSDP's root unit, which also holds a tied output layer
+          // and is not resharded after forward): its parameters are the first the forward needs,
+          // so nothing before them hides the gather; the lookup's backward needs no weights, so
+          // it is not gathered again; and its gradient is complete only after the last layer's
+          // backward, so its reduce-scatter hides behind nothing either. An untied output layer
+          // is gathered and reduced like a layer (a unit of its own, or, where a framework
+          // keeps it in the root unit with the embedding, a little optimistic).
           const auto groups = layout.dp_groups(s, shard);
+          const double layer_params = cc.params - cc.embedding_params;
           gather = collective(fmt::format("FSDP all_gather s{} c{}", s, c), "all_gather", groups,
-                              gathered, once * 2.0 * m, layer_units);
+                              t.param_gather_bytes() * layer_params, once * 2.0 * m, layer_units);
           scatter = collective(fmt::format("FSDP reduce_scatter s{} c{}", s, c), "reduce_scatter",
-                               groups, g * cc.params, once * m, layer_units);
+                               groups, g * layer_params, once * m, layer_units);
+          first_gather =
+              collective(fmt::format("FSDP embedding all_gather s{} c{}", s, c), "all_gather",
+                         groups, t.param_gather_bytes() * cc.embedding_params, once * m);
+          last_scatter = collective(fmt::format("FSDP embedding reduce_scatter s{} c{}", s, c),
+                                    "reduce_scatter", groups, g * cc.embedding_params, once * m);
           if (shard < layout.dp)
             hsdp = collective(fmt::format("HSDP all_reduce s{} c{}", s, c), "all_reduce",
                               layout.dp_groups(s, layout.dp / shard, shard), g * cc.params / shard,
@@ -261,6 +276,8 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         comm[s].dp_sync_s.push_back(dp);
         comm[s].fsdp_gather_s.push_back(gather);
         comm[s].fsdp_scatter_s.push_back(scatter);
+        comm[s].embedding_gather_s.push_back(first_gather);
+        comm[s].embedding_scatter_s.push_back(last_scatter);
         comm[s].hsdp_reduce_s.push_back(hsdp);
         comm[s].param_gather_s.push_back(param_gather);
       }

@@ -90,6 +90,7 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     bb.accumulate_grads(t.grad_accumulation, embedding, 1);
     c.blocks.push_back(std::move(bb.block));
     c.params += embedding;
+    c.embedding_params = embedding;
   }
   // Layers of each kind (dense or MoE, full or sliding-window attention), and how many of them
   // are among the chunk's recomputed first layers.

@@ -107,6 +107,10 @@ struct ChunkProgram {
   double ep_bytes = 0;       ///< one all-to-all per rank
   double cp_bytes = 0;       ///< one ring-attention step (K and V) per rank, forward
   double p2p_bytes = 0;      ///< activation to the next stage
+  /// Of `params`, the embedding (also the output layer's matrix when tied on a one-stage
+  /// pipeline): FSDP gathers it before the first layer and reduce-scatters its gradient after
+  /// the last backward, with nothing to hide either behind.
+  double embedding_params = 0;
 
   // Totals per micro-batch (seconds), from the kernels.
   double forward_s = 0, backward_s = 0;                ///< backward includes recompute

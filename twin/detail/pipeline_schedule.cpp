@@ -126,6 +126,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   // the communication stream while the op's output already leaves for the next stage.
   struct OpTime {
     double compute = 0, tp = 0, ep = 0, traffic = 0, background = 0;
+    /// FSDP's embedding unit: gathered before a forward, reduce-scattered after a backward.
+    double before = 0, after = 0;
     std::string what;
   };
   // Distributed optimizer with overlap_param_gather: the updated parameters are gathered bucket
@@ -151,6 +153,10 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     // and gradient reduce-scatters (backward), and on a chunk's last backward the gradient
     // synchronization (bucketed all-reduce / reduce-scatter, HSDP cross-replica all-reduce).
     if (fsdp) {
+      if (op.forward)
+        o.before = comm[s].embedding_gather_s[op.chunk];
+      else
+        o.after = comm[s].embedding_scatter_s[op.chunk];
       o.traffic += comm[s].fsdp_gather_s[op.chunk];
       o.what = "FSDP all_gather";
       if (!op.forward) {
@@ -207,9 +213,18 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
 
   // One node of the compute stream (an op, or a merged forward + backward) from `start`, its
   // work lasting `work_s`, with the data-parallel traffic issued with it and, on a chunk's first
-  // forward, the end of its parameter gather (`gather_end`, 0: none): returns its end.
+  // forward, the end of its parameter gather (`gather_end`, 0: none); `before` and `after`:
+  // FSDP's embedding gather the work waits for and its gradient's reduce-scatter that waits for
+  // the work, on the communication stream with nothing beside them. Returns its end.
   auto run_node = [&](int s, double start, double work_s, double traffic, double background,
-                      const std::string& what, int chunk, double gather_end = 0) {
+                      const std::string& what, int chunk, double gather_end = 0, double before = 0,
+                      double after = 0) {
+    if (before > 0) {
+      const double issue = std::max(start, comm_free[s]);
+      comm_job(s, issue, before, fmt::format("FSDP embedding all_gather c{}", chunk));
+      exposed[s] += issue + before - start;
+      start = issue + before;
+    }
     double finish = start + work_s;
     const double layers = std::max(1, layout.layers(s, chunk));
     if (gather_end > 0) {
@@ -238,6 +253,12 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
         out.timeline.back().end_s = finish + background / layers;
         comm_free[s] = finish + background / layers;
       }
+    }
+    if (after > 0) {
+      const double issue = std::max(finish, comm_free[s]);
+      comm_job(s, issue, after, fmt::format("FSDP embedding reduce_scatter c{}", chunk));
+      exposed[s] += issue + after - finish;
+      finish = issue + after;
     }
     return finish;
   };
@@ -287,8 +308,9 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
           const double work = compute + slowed + ep_exposed;
           std::string what = f.what;
           if (!b.what.empty()) what += what.empty() ? b.what : " + " + b.what;
-          const double finish = run_node(s, start, work, f.traffic + b.traffic,
-                                         f.background + b.background, what, op.chunk, gather_end);
+          const double finish =
+              run_node(s, start, work, f.traffic + b.traffic, f.background + b.background, what,
+                       op.chunk, gather_end, f.before, b.after);
           busy[s] += finish - start;
           compute_free[s] = finish;
           // Both ops end with the node (their outputs leave when it completes); the timeline
@@ -306,7 +328,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
         const double gather_end = gather_parameters(s, op, start);
         const OpTime o = time_of(s, op, start);
         const double finish = run_node(s, start, o.compute + o.tp + o.ep, o.traffic, o.background,
-                                       o.what, op.chunk, gather_end);
+                                       o.what, op.chunk, gather_end, o.before, o.after);
         // Non-interleaved 1F1B sends each output with a blocking send/recv (Megatron-LM's
         // forward_backward_pipelining_without_interleaving waits on send_forward_recv_backward;
         // DeepSpeed's PipelineEngine runs SendActivation / SendGrad as steps of its schedule):

@@ -24,6 +24,9 @@ struct StageComm {
   /// cross-replica all-reduce and the distributed optimizer's all-gather of the updated
   /// parameters.
   std::vector<double> dp_sync_s, fsdp_gather_s, fsdp_scatter_s, hsdp_reduce_s, param_gather_s;
+  /// Per chunk, FSDP: the embedding's all-gather before each forward and its gradient's
+  /// reduce-scatter after each backward (0 where the chunk holds no embedding).
+  std::vector<double> embedding_gather_s, embedding_scatter_s;
   /// Tied embeddings over a pipeline: the all-reduce of the embedding's gradient between the
   /// first and last stage after the step's gradient synchronization (0 on other stages).
   double tied_embedding_s = 0;
