@@ -219,8 +219,8 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         const double dense_params = cc.params - cc.expert_params;
         const double g = t.grad_bytes();
         const double once = shared ? 1.0 : 0.0;
-        double dp = 0, gather = 0, scatter = 0, hsdp = 0, param_gather = 0, first_gather = 0,
-               last_scatter = 0;
+        double dp = 0, gather = 0, scatter = 0, hsdp = 0, param_gather = 0, embedding_gather = 0,
+               embedding_scatter = 0;
         const int shard = layout.shard_group;
         // Collectives per chunk: sharded gradients (zero >= 2: PyTorch FSDP, ZeRO-2/3) move one
         // unit per transformer layer; Megatron's DDP and distributed optimizer move buckets of
@@ -248,11 +248,12 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
                               t.param_gather_bytes() * layer_params, once * 2.0 * m, layer_units);
           scatter = collective(fmt::format("FSDP reduce_scatter s{} c{}", s, c), "reduce_scatter",
                                groups, g * layer_params, once * m, layer_units);
-          first_gather =
+          embedding_gather =
               collective(fmt::format("FSDP embedding all_gather s{} c{}", s, c), "all_gather",
                          groups, t.param_gather_bytes() * cc.embedding_params, once * m);
-          last_scatter = collective(fmt::format("FSDP embedding reduce_scatter s{} c{}", s, c),
-                                    "reduce_scatter", groups, g * cc.embedding_params, once * m);
+          embedding_scatter =
+              collective(fmt::format("FSDP embedding reduce_scatter s{} c{}", s, c),
+                         "reduce_scatter", groups, g * cc.embedding_params, once * m);
           if (shard < layout.dp)
             hsdp = collective(fmt::format("HSDP all_reduce s{} c{}", s, c), "all_reduce",
                               layout.dp_groups(s, layout.dp / shard, shard), g * cc.params / shard,
@@ -276,8 +277,8 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
         comm[s].dp_sync_s.push_back(dp);
         comm[s].fsdp_gather_s.push_back(gather);
         comm[s].fsdp_scatter_s.push_back(scatter);
-        comm[s].embedding_gather_s.push_back(first_gather);
-        comm[s].embedding_scatter_s.push_back(last_scatter);
+        comm[s].embedding_gather_s.push_back(embedding_gather);
+        comm[s].embedding_scatter_s.push_back(embedding_scatter);
         comm[s].hsdp_reduce_s.push_back(hsdp);
         comm[s].param_gather_s.push_back(param_gather);
       }
