@@ -88,11 +88,14 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
   // the next chunk is dispatched then).
   std::vector<std::vector<double>> first_forward(pp, std::vector<double>(v, 0.0));
   Instance out;
+  // A job on stage s's communication stream, issued at `issue`: it starts once the stream is
+  // free. Returns its end (`issue` for an empty job).
   auto comm_job = [&](int s, double issue, double duration, const std::string& name) {
-    if (duration <= 0) return;
+    if (duration <= 0) return issue;
     const double start = std::max(issue, comm_free[s]);
     comm_free[s] = start + duration;
     out.timeline.push_back({s, "comm", name, start, start + duration});
+    return comm_free[s];
   };
 
   std::size_t remaining = static_cast<std::size_t>(pp) * 2 * v * m;
@@ -143,9 +146,8 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
       return 0.0;
     first_forward[s][op.chunk] = start;
     const double issue = op.chunk == 0 ? 0.0 : first_forward[s][op.chunk - 1];
-    comm_job(s, issue, comm[s].param_gather_s[op.chunk],
-             fmt::format("DP param all_gather c{}", op.chunk));
-    return comm_free[s];
+    return comm_job(s, issue, comm[s].param_gather_s[op.chunk],
+                    fmt::format("DP param all_gather c{}", op.chunk));
   };
   auto time_of = [&](int s, const Op& op, double start) {
     OpTime o;
@@ -220,10 +222,10 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
                       const std::string& what, int chunk, double gather_end = 0, double before = 0,
                       double after = 0) {
     if (before > 0) {
-      const double issue = std::max(start, comm_free[s]);
-      comm_job(s, issue, before, fmt::format("FSDP embedding all_gather c{}", chunk));
-      exposed[s] += issue + before - start;
-      start = issue + before;
+      const double gathered =
+          comm_job(s, start, before, fmt::format("FSDP embedding all_gather c{}", chunk));
+      exposed[s] += gathered - start;
+      start = gathered;
     }
     double finish = start + work_s;
     const double layers = std::max(1, layout.layers(s, chunk));
@@ -234,14 +236,13 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
       finish = with_gather;
     }
     if (traffic > 0) {
-      const double traffic_start = std::max(start, comm_free[s]);
-      comm_job(s, start, traffic, fmt::format("{} c{}", what, chunk));
+      const double traffic_end = comm_job(s, start, traffic, fmt::format("{} c{}", what, chunk));
       // Without prefetching (overlap_param_gather off) FSDP waits for each gather. Otherwise
       // the node lasts the longer of its work and that traffic, plus one layer's share of the
       // traffic, which nothing can hide (the first gather, or the last bucket).
       const bool serial = fsdp && !t.overlap_param_gather;
       const double with_traffic =
-          serial ? finish + traffic : std::max(finish, traffic_start + traffic) + traffic / layers;
+          serial ? finish + traffic : std::max(finish, traffic_end) + traffic / layers;
       exposed[s] += with_traffic - finish;
       finish = with_traffic;
     }
@@ -255,10 +256,10 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
       }
     }
     if (after > 0) {
-      const double issue = std::max(finish, comm_free[s]);
-      comm_job(s, issue, after, fmt::format("FSDP embedding reduce_scatter c{}", chunk));
-      exposed[s] += issue + after - finish;
-      finish = issue + after;
+      const double scattered =
+          comm_job(s, finish, after, fmt::format("FSDP embedding reduce_scatter c{}", chunk));
+      exposed[s] += scattered - finish;
+      finish = scattered;
     }
     return finish;
   };
@@ -356,8 +357,7 @@ Instance run_instance(const workload::ParallelismSpec& p, const workload::Traini
     // The first and last stages then sum their copies of a tied embedding's gradient (Megatron's
     // finalize_model_grads after the data-parallel sync; the optimizer needs it).
     if (comm[s].tied_embedding_s > 0)
-      comm_job(s, std::max(compute_free[s], comm_free[s]), comm[s].tied_embedding_s,
-               "tied embedding grad all_reduce");
+      comm_job(s, compute_free[s], comm[s].tied_embedding_s, "tied embedding grad all_reduce");
     const double comm_end = std::max(compute_free[s], comm_free[s]);
     double stage_end = comm_end + optimizer_s[s];
     out.timeline.push_back({s, "compute", "optimizer", comm_end, stage_end});
