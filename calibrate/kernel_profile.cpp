@@ -124,7 +124,46 @@ const AttentionKernel* resolve_attention_kernel(const KernelProfile& k, const st
   return find_attention_kernel(name);
 }
 
+double PowerClock::clock_MHz(double limit_W) const {
+  if (!(limit_W >= min_limit_W.value && limit_W <= max_limit_W.value))
+    throw core::Error("cluster.gpu_power_w", fmt::format("{}", limit_W),
+                      fmt::format("outside the power limits this GPU accepts, {:g} to {:g} W",
+                                  min_limit_W.value, max_limit_W.value));
+  const double ratio = (limit_W - idle_W.value) / (reference_W.value - idle_W.value);
+  return std::min(max_clock_MHz.value,
+                  reference_clock_MHz.value * std::pow(ratio, 1.0 / exponent.value));
+}
+
 namespace detail {
+
+PowerClock read_power_clock(ObjectReader r) {
+  PowerClock p;
+  p.reference_W = r.positive_figure("reference_W");
+  p.reference_clock_MHz = r.positive_figure("reference_clock_MHz");
+  p.idle_W = r.positive_figure("idle_W");
+  p.exponent = r.positive_figure("exponent");
+  p.max_clock_MHz = r.positive_figure("max_clock_MHz");
+  p.min_limit_W = r.positive_figure("min_limit_W");
+  p.max_limit_W = r.positive_figure("max_limit_W");
+  r.finish();
+  if (!(p.idle_W.value < p.min_limit_W.value))
+    throw r.error("idle_W", "must be below min_limit_W: a limit at idle power leaves no clock");
+  if (!(p.min_limit_W.value <= p.reference_W.value && p.reference_W.value <= p.max_limit_W.value))
+    throw r.error("reference_W", "must lie within [min_limit_W, max_limit_W]");
+  if (!(p.reference_clock_MHz.value <= p.max_clock_MHz.value))
+    throw r.error("reference_clock_MHz", "must not exceed max_clock_MHz");
+  return p;
+}
+
+json power_clock_json(const PowerClock& p) {
+  return {{"reference_W", figure_json(p.reference_W)},
+          {"reference_clock_MHz", figure_json(p.reference_clock_MHz)},
+          {"idle_W", figure_json(p.idle_W)},
+          {"exponent", figure_json(p.exponent)},
+          {"max_clock_MHz", figure_json(p.max_clock_MHz)},
+          {"min_limit_W", figure_json(p.min_limit_W)},
+          {"max_limit_W", figure_json(p.max_limit_W)}};
+}
 
 KernelProfile parse_kernel_profile(const std::string& json_text, const std::string& source) {
   const json j = json::parse(json_text);
@@ -135,6 +174,33 @@ KernelProfile parse_kernel_profile(const std::string& json_text, const std::stri
   k.gemm_tile_m = r.positive_figure("gemm_tile_m");
   k.gemm_tile_n = r.positive_figure("gemm_tile_n");
   k.gemm_k_half = r.non_negative_figure("gemm_k_half");
+  if (const json* tiles = r.find("gemm_tiles")) {
+    ObjectReader t(*tiles, "kernels.gemm_tiles", source);
+    GemmTiles g;
+    g.source = t.text("source");
+    const json& shapes = t.require("shapes");
+    if (!shapes.is_array() || shapes.empty())
+      throw t.error("shapes", "expected a list of [M, N] tiles");
+    for (const json& s : shapes) {
+      const std::vector<double> mn = t.numbers(s, "shapes");
+      if (mn.size() != 2) throw t.error("shapes", "each tile is [M, N]");
+      g.shapes.emplace_back(mn[0], mn[1]);
+    }
+    if (const json* split = t.find("split_k")) {
+      for (double f : t.numbers(*split, "split_k")) {
+        if (f < 2 || f != std::floor(f) || f > 64)
+          throw t.error("split_k", "factors are whole numbers from 2 to 64");
+        g.split_k.push_back(static_cast<int>(f));
+      }
+    }
+    if (const json* sk = t.find("stream_k")) {
+      if (!sk->is_boolean()) throw t.error("stream_k", "expected true or false");
+      g.stream_k = sk->get<bool>();
+    }
+    t.finish();
+    k.gemm_tiles = std::move(g);
+    k.gemm_tile_half_intensity = r.non_negative_figure("gemm_tile_half_intensity");
+  }
   ObjectReader eff(r.require("gemm_efficiency"), "kernels.gemm_efficiency", source);
   for (auto it = j["gemm_efficiency"].begin(); it != j["gemm_efficiency"].end(); ++it) {
     k.gemm_efficiency[it.key()] = eff.fraction_figure(it.key());
@@ -142,6 +208,8 @@ KernelProfile parse_kernel_profile(const std::string& json_text, const std::stri
   eff.finish();
   if (r.find("gemm16_efficiency_prior") != nullptr)
     k.gemm16_efficiency_prior = r.fraction_figure("gemm16_efficiency_prior");
+  if (const json* pc = r.find("power_clock"))
+    k.power_clock = read_power_clock(ObjectReader(*pc, "kernels.power_clock", source));
   k.hbm_achievable_GBps = r.positive_figure("hbm_achievable_GBps");
   if (r.find("memory_bound_efficiency") != nullptr)
     k.memory_bound_efficiency = r.fraction_figure("memory_bound_efficiency");
@@ -164,11 +232,20 @@ std::string kernel_profile_json(const KernelProfile& k) {
   j["gemm_tile_m"] = figure_json(k.gemm_tile_m);
   j["gemm_tile_n"] = figure_json(k.gemm_tile_n);
   j["gemm_k_half"] = figure_json(k.gemm_k_half);
+  if (k.gemm_tiles) {
+    json shapes = json::array();
+    for (const auto& [m, n] : k.gemm_tiles->shapes) shapes.push_back({m, n});
+    j["gemm_tiles"] = {
+        {"source", k.gemm_tiles->source}, {"shapes", shapes}, {"stream_k", k.gemm_tiles->stream_k}};
+    if (!k.gemm_tiles->split_k.empty()) j["gemm_tiles"]["split_k"] = k.gemm_tiles->split_k;
+    j["gemm_tile_half_intensity"] = figure_json(k.gemm_tile_half_intensity);
+  }
   json eff = json::object();
   for (const auto& [dtype, f] : k.gemm_efficiency) eff[dtype] = figure_json(f);
   j["gemm_efficiency"] = eff;
   if (k.gemm16_efficiency_prior)
     j["gemm16_efficiency_prior"] = figure_json(*k.gemm16_efficiency_prior);
+  if (k.power_clock) j["power_clock"] = power_clock_json(*k.power_clock);
   j["hbm_achievable_GBps"] = figure_json(k.hbm_achievable_GBps);
   j["memory_bound_efficiency"] = figure_json(k.memory_bound_efficiency);
   j["launch_overhead_us"] = figure_json(k.launch_overhead_us);

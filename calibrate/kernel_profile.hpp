@@ -6,6 +6,13 @@
 ///                         of a GEMM wave and the denominator of the SMs NCCL takes
 ///   gemm_tile_m, _n       the CTA tile of a large cuBLAS GEMM; the models also try the
 ///                         transposed tile and a square min x min tile, as cuBLAS's heuristics do
+///   gemm_tiles            optional: the CTA tiles cuBLAS chooses among on this architecture
+///                         (each also transposed), the split-K factors it may use and whether it
+///                         streams K (stream-K), with their source; absent: gemm_tile_m x _n,
+///                         its transpose and min x min, without split-K (workload/kernel_cost.hpp)
+///   gemm_tile_half_intensity  with gemm_tiles: the operand intensity tm tn / (tm + tn) (MACs per
+///                         element loaded per K step) at which a tile reaches half the rate per SM
+///                         of an infinitely large one; smaller tiles reuse fewer operands
 ///   gemm_k_half           the K at which the K loop reaches half its asymptotic rate
 ///   gemm_efficiency       per dtype: the fraction of peak one SM sustains on a whole tile,
 ///                         derived from a measured large GEMM by dividing out the model's own
@@ -15,6 +22,12 @@
 ///                         value. gemm_efficiency bf16 and fp16 are then fitted on published
 ///                         training runs (twin/validation_fit.hpp), and this is the value a fit
 ///                         uses when its training runs cannot determine them
+///   power_clock           optional: the sustained SM clock of a compute-bound GPU under a board
+///                         power limit, P = P_idle + (P_ref - P_idle) (f / f_ref)^alpha (dynamic
+///                         power C V^2 f with the voltage rising with the clock: alpha = 3 when V
+///                         is proportional to f), anchored where the GEMM rates were measured
+///                         (P_ref, f_ref), up to the part's highest clock; what
+///                         cluster.gpu_power_w scales compute rates with
 ///   hbm_achievable_GBps   STREAM-style bandwidth of element-wise kernels
 ///   memory_bound_efficiency  the fraction of that bandwidth the memory-bound kernels of a
 ///                         training framework reach (norms and their backward reductions,
@@ -38,6 +51,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "calibrate/figure.hpp"
@@ -60,9 +74,33 @@ struct AttentionTable {
   [[nodiscard]] double tflops(bool forward, double head_dim, double seq_len) const;
 };
 
+/// A GPU's sustained SM clock against its board power limit (see power_clock above).
+struct PowerClock {
+  Figure reference_W;               ///< the limit the GEMM and attention rates were measured at
+  Figure reference_clock_MHz;       ///< the sustained SM clock of a large GEMM at that limit
+  Figure idle_W;                    ///< board power with nothing running
+  Figure exponent;                  ///< alpha
+  Figure max_clock_MHz;             ///< the part's highest SM clock
+  Figure min_limit_W, max_limit_W;  ///< the range of limits the part accepts
+  /// The sustained clock at `limit_W`, MHz; throws core::Error naming cluster.gpu_power_w
+  /// outside [min_limit_W, max_limit_W].
+  [[nodiscard]] double clock_MHz(double limit_W) const;
+};
+
+/// The tiles, split-K factors and stream-K of one architecture's GEMM library.
+struct GemmTiles {
+  std::vector<std::pair<double, double>> shapes;  ///< CTA tiles (M x N), each tried transposed
+  std::vector<int> split_k;                       ///< K split factors besides 1
+  bool stream_k = false;
+  std::string source;
+};
+
 struct KernelProfile {
   bool present = false;  ///< false: the profile has no kernels section
   Figure sm_count, gemm_tile_m, gemm_tile_n, gemm_k_half;
+  std::optional<GemmTiles> gemm_tiles;
+  std::optional<PowerClock> power_clock;
+  Figure gemm_tile_half_intensity{0.0, "none: no per-tile factor without gemm_tiles"};
   std::map<std::string, Figure> gemm_efficiency;  ///< by dtype
   std::optional<Figure> gemm16_efficiency_prior;  ///< derived 16-bit rate; absent when measured
   Figure hbm_achievable_GBps, launch_overhead_us, nccl_channels, nccl_hbm_bytes_per_byte;

@@ -41,6 +41,35 @@ NcclFigures::ByAlgorithm read_by_algorithm(ObjectReader r, const json& j) {
   return out;
 }
 
+/// The "nccl.tuner" object: NCCL's search steps, link view and per-channel ceilings.
+NcclTunerFigures read_nccl_tuner(ObjectReader r) {
+  NcclTunerFigures t;
+  t.source = r.text("source");
+  t.speeds_intra_GBps = r.numbers(r.require("speeds_intra_GBps"), "speeds_intra_GBps");
+  t.speeds_inter_GBps = r.numbers(r.require("speeds_inter_GBps"), "speeds_inter_GBps");
+  for (const auto* speeds : {&t.speeds_intra_GBps, &t.speeds_inter_GBps})
+    if (!std::is_sorted(speeds->rbegin(), speeds->rend()))
+      throw r.error(speeds == &t.speeds_intra_GBps ? "speeds_intra_GBps" : "speeds_inter_GBps",
+                    "the search's steps go from the highest down");
+  t.nvlink_GBps = r.number("nvlink_GBps", 0, true);
+  t.pcie_GBps = r.number("pcie_GBps", 0, true);
+  if (!(t.nvlink_GBps > 0)) throw r.error("nvlink_GBps", "must be positive");
+  if (!(t.pcie_GBps > 0)) throw r.error("pcie_GBps", "must be positive");
+  t.max_channels = r.count("max_channels", true);
+  if (t.max_channels < 1) throw r.error("max_channels", "must be at least 1");
+  t.dup_min_GBps = r.number("dup_min_GBps", 0, true);
+  t.dup_keep_below_GBps = r.number("dup_keep_below_GBps", 0, false);
+  ObjectReader caps = r.object("per_channel_max_GBps");
+  for (const auto& [cell, values] : r.require("per_channel_max_GBps").items()) {
+    std::vector<double> v = caps.numbers(caps.require(cell), cell);
+    if (v.size() != 3) throw caps.error(cell, "expected 3 numbers: 1 node, 2 nodes, more nodes");
+    t.per_channel_max_GBps[cell] = std::move(v);
+  }
+  caps.finish();
+  r.finish();
+  return t;
+}
+
 /// The "nccl" section: NCCL's tuning tables by name (validated against netsim's vocabulary
 /// when a simulator builds its model from them).
 NcclFigures read_nccl(ObjectReader r) {
@@ -83,6 +112,7 @@ NcclFigures read_nccl(ObjectReader r) {
   if (!(n.channels >= 1)) throw r.error("channels", "must be at least 1");
   n.p2p_channel_GBps = r.number("p2p_channel_GBps", 0, false);
   n.p2p_channels = r.number("p2p_channels", 0, false);
+  if (r.find("tuner") != nullptr) n.tuner = read_nccl_tuner(r.object("tuner"));
   if (const json* fitted = r.find("fitted")) {
     if (!fitted->is_object()) throw r.error("fitted", "expected an object of provenance texts");
     for (const auto& [cell, text] : fitted->items()) {
@@ -110,6 +140,20 @@ json nccl_json(const NcclFigures& n) {
   if (n.p2p_channel_GBps > 0) j["p2p_channel_GBps"] = n.p2p_channel_GBps;
   if (n.p2p_channels > 0) j["p2p_channels"] = n.p2p_channels;
   if (!n.fitted.empty()) j["fitted"] = n.fitted;
+  if (n.tuner) {
+    const NcclTunerFigures& t = *n.tuner;
+    json tj;
+    tj["source"] = t.source;
+    tj["speeds_intra_GBps"] = t.speeds_intra_GBps;
+    tj["speeds_inter_GBps"] = t.speeds_inter_GBps;
+    tj["nvlink_GBps"] = t.nvlink_GBps;
+    tj["pcie_GBps"] = t.pcie_GBps;
+    tj["max_channels"] = t.max_channels;
+    tj["dup_min_GBps"] = t.dup_min_GBps;
+    if (t.dup_keep_below_GBps > 0) tj["dup_keep_below_GBps"] = t.dup_keep_below_GBps;
+    tj["per_channel_max_GBps"] = t.per_channel_max_GBps;
+    j["tuner"] = tj;
+  }
   return j;
 }
 

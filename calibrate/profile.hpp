@@ -58,6 +58,26 @@ struct CollectiveCurve {
   std::optional<FitQuality> fit;
 };
 
+/// The figures NCCL's tuner chooses an algorithm and protocol with, beyond the latency tables:
+/// its topology search's speed steps and its view of the node's links (src/graph/search.cc,
+/// topo.cc), and the per-channel bandwidth ceilings of ncclTopoTuneModel (src/graph/tuning.cc)
+/// for the GPU's architecture (netsim/nccl_tuner.hpp says how they combine).
+struct NcclTunerFigures {
+  std::string source;
+  std::vector<double> speeds_intra_GBps;  ///< search steps within a node, highest first
+  std::vector<double> speeds_inter_GBps;  ///< search steps across nodes, highest first
+  double nvlink_GBps = 0;                 ///< NCCL's NVLink bandwidth of one GPU (links x per link)
+  double pcie_GBps = 0;                   ///< NCCL's PCIe bandwidth of a GPU's path to its NIC
+  int max_channels = 16;                  ///< channels the search may find (MAXCHANNELS / 2)
+  double dup_min_GBps = 25;  ///< ncclTopoDupChannels: graphs below this per-channel rate stay
+  /// ... and, on this architecture, graphs below this rate with more than 4 channels stay
+  /// (0: no such rule).
+  double dup_keep_below_GBps = 0;
+  /// Per-channel ceilings by "algorithm.protocol" or "algorithm" (every protocol) at 1, 2 and
+  /// more nodes: perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws.
+  std::map<std::string, std::vector<double>> per_channel_max_GBps;
+};
+
 /// NCCL's own cost model as tables (src/graph/tuning.cc), keyed by names as in the JSON; netsim
 /// turns them into enum-indexed arrays (netsim/nccl_model.hpp) and rejects unknown names there.
 /// A cell that is absent means the protocol is not available for that algorithm.
@@ -79,6 +99,8 @@ struct NcclFigures {
   double p2p_channel_GBps = 0;     ///< one p2p channel's network throughput (0: not limited)
   double p2p_channels = 0;         ///< channels NCCL spreads p2p operations over
   std::map<std::string, std::string> fitted;  ///< "network.ring.simple" -> provenance of a fit
+  /// NCCL's tuner (choice by NCCL's own tables); absent: "auto" takes the minimum simulated time.
+  std::optional<NcclTunerFigures> tuner;
 };
 
 struct Profile {

@@ -2,7 +2,7 @@
 // the fabric and solved by the flow engine (max-min fair rates, in closed form where the rates
 // never change), divided by the path's fitted efficiency and the protocol's share of bandwidth,
 // plus the latency of the profile's NCCL model moved to the fitted curve's. Identical phases
-// are solved once; `auto` picks what NCCL's tuner would.
+// are solved once; `auto` picks what NCCL's tuner picks (netsim/nccl_tuner.hpp).
 #include "netsim/collective.hpp"
 
 #include <fmt/format.h>
@@ -35,6 +35,18 @@ CollectiveSimulator::CollectiveSimulator(const topology::Fabric& fabric,
       router_(fabric, state),
       capacity_(link_capacities(fabric, state)) {
   if (profile.nccl) model_.emplace(profile);
+  if (profile.nccl && profile.nccl->tuner) tuner_.emplace(profile);
+}
+
+NcclLinks CollectiveSimulator::nccl_links(int ranks, int nodes) const {
+  const topology::ClusterSpec& c = fabric_->cluster();
+  NcclLinks links;
+  links.nic_GBps = c.nic_gbps / 8.0;
+  // The NICs near the group's GPUs on one node: each GPU's own, or its share of a shared one.
+  const double gpus_here = static_cast<double>(ranks) / std::max(1, nodes);
+  links.nics_per_node = std::max(
+      1, static_cast<int>(std::floor(gpus_here * c.nics_per_node / c.gpus_per_node + 1e-9)));
+  return links;
 }
 
 const calibrate::CollectiveCurve& CollectiveSimulator::curve(const Phase& phase, Protocol protocol,
@@ -185,8 +197,13 @@ CollectiveResult CollectiveSimulator::run_plan(const Plan& plan, Protocol protoc
       }
       // Curves hold the path's efficiency; the protocol's fraction is the model's.
       efficiency *= model_->bandwidth_fraction(phase.algorithm, protocol, bytes);
-      const double cap_GBps =
-          model_->max_busbw_GBps(phase.op, phase.algorithm, protocol, phase.scale);
+      double cap_GBps = model_->max_busbw_GBps(phase.op, phase.algorithm, protocol, phase.scale);
+      if (tuner_) {
+        const NcclGraph graph =
+            tuner_->graph(phase.scale, nccl_links(phase.scale.ranks, phase.scale.nodes));
+        cap_GBps = std::min(cap_GBps, tuner_->busbw_ceiling_GBps(phase.op, phase.algorithm,
+                                                                 protocol, phase.scale, graph));
+      }
       transfer_s = flow_s / efficiency;
       if (std::isfinite(cap_GBps))
         transfer_s = std::max(transfer_s,
@@ -232,10 +249,14 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
     algorithms = {*choice.algorithm};
   else
     algorithms = algorithms_for(op);
-  std::optional<CollectiveResult> best;
+  // NCCL's own table decides where it tunes the op; the simulation's fastest is kept beside it.
+  const bool by_nccl = tuner_ && NcclTuner::tunes(op);
+  std::optional<CollectiveResult> best, fastest;
+  double best_nccl_us = 0;
   std::string reasons;
   bool pxn_applies = false;
   for (Algorithm algo : algorithms) {
+    if (by_nccl && !NcclTuner::nccls(algo) && !choice.algorithm) continue;
     // PXN is not a choice of NCCL's tuner but its transport's default for all-to-all
     // (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL=2): where it applies, NCCL runs it and pairwise
     // (PXN disabled) is only what a user forces.
@@ -253,7 +274,21 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
       if (model_ && !model_->available(algo, p)) continue;
       try {
         CollectiveResult r = run_plan(*plan, p, bytes);
-        if (!best || r.time_s < best->time_s) best = std::move(r);
+        if (!by_nccl) {
+          if (!best || r.time_s < best->time_s) best = std::move(r);
+          continue;
+        }
+        const GroupScale scale{plan->ranks, plan->nodes, true};
+        const NcclGraph graph = tuner_->graph(scale, nccl_links(plan->ranks, plan->nodes));
+        const std::optional<double> nccl_us = tuner_->time_us(op, algo, p, scale, graph, bytes);
+        // Cells whose NCCL table is not restated (NVLS, CollNet) enter at their simulated time.
+        const double us = nccl_us ? *nccl_us : r.time_s * 1e6;
+        r.nccl_predicted_s = nccl_us ? *nccl_us * 1e-6 : 0.0;
+        if (!fastest || r.time_s < fastest->time_s) fastest = r;
+        if (!best || us < best_nccl_us) {
+          best = std::move(r);
+          best_nccl_us = us;
+        }
       } catch (const core::Error& e) {
         if (e.kind() != core::Error::Kind::not_calibrated) throw;
         reasons += fmt::format("\n  {}: {}", to_text(algo), e.reason());
@@ -269,6 +304,11 @@ CollectiveResult CollectiveSimulator::run(CollectiveOp op, const Choice& choice,
                     profile_->name,
                     reasons.empty() ? std::string(": no protocol the profile defines fits")
                                     : ":" + reasons));
+  }
+  if (fastest && (fastest->algorithm != best->algorithm || fastest->protocol != best->protocol)) {
+    best->fastest_algorithm = fastest->algorithm;
+    best->fastest_protocol = fastest->protocol;
+    best->fastest_time_s = fastest->time_s;
   }
   return *best;
 }

@@ -17,8 +17,12 @@
 /// NCCL's cost model (netsim/nccl_model.hpp); the curve's efficiency is the path's measured
 /// fraction (NVLink protocol overhead, NIC payload, pipeline losses). A curve fitted at one
 /// scale also carries its measured latency, moved to this scale by the model's steps x hops.
-/// "auto" takes the (algorithm, protocol) of minimum predicted time among those the profile
-/// calibrates, as NCCL's tuner takes the minimum of its own table.
+/// "auto" takes what NCCL itself runs: where the profile carries NCCL's tuner figures and NCCL
+/// tunes the op, the (algorithm, protocol) of minimum time in NCCL's own table
+/// (netsim/nccl_tuner.hpp), which can differ from the one the simulation finds fastest (the
+/// result then names that one too); elsewhere (all-to-all, send/recv, a profile without tuner
+/// figures) the minimum predicted time among those the profile calibrates. Ring and tree cells
+/// are also held to NCCL's per-channel ceilings (LL128 and tree) at the graph's channel count.
 /// A pipelined algorithm (ring, tree, NVLS) is one phase in its steady state — every link of
 /// the pipeline busy at once — not 2(n-1) steps. Every group given is planned into the same
 /// phases, so concurrent instances (e.g. all data-parallel groups at once) share links.
@@ -76,6 +80,7 @@
 #include "calibrate/profile.hpp"
 #include "netsim/engine.hpp"
 #include "netsim/nccl_model.hpp"
+#include "netsim/nccl_tuner.hpp"
 #include "netsim/vocabulary.hpp"
 #include "topology/fabric.hpp"
 #include "topology/fabric_state.hpp"
@@ -154,6 +159,13 @@ struct CollectiveResult {
   bool measured_here = false;
   /// Bytes each link carried during this collective (indexed by LinkId), all groups together.
   std::vector<double> link_bytes;
+  /// Chosen by NCCL's tuner, and the simulation finds another (algorithm, protocol) faster:
+  /// that one and its time (else unset).
+  std::optional<Algorithm> fastest_algorithm;
+  std::optional<Protocol> fastest_protocol;
+  double fastest_time_s = 0;
+  /// NCCL's own predicted time of the chosen cell, s (0 where NCCL's table is not restated).
+  double nccl_predicted_s = 0;
 };
 
 /// Runs plans on an engine with NCCL's cost model and the profile's corrections. Identical
@@ -176,6 +188,10 @@ class CollectiveSimulator {
   [[nodiscard]] std::size_t phases_solved() const { return phases_solved_; }
   /// The NCCL model in use (null for a legacy profile without an "nccl" section).
   [[nodiscard]] const NcclModel* model() const { return model_ ? &*model_ : nullptr; }
+  /// NCCL's tuner (null when the profile has no tuner figures).
+  [[nodiscard]] const NcclTuner* tuner() const { return tuner_ ? &*tuner_ : nullptr; }
+  /// The links NCCL sees for a group of `ranks` GPUs over `nodes` servers of this fabric.
+  [[nodiscard]] NcclLinks nccl_links(int ranks, int nodes) const;
 
  private:
   struct Solved {
@@ -200,6 +216,7 @@ class CollectiveSimulator {
   const topology::FabricState* state_;
   const calibrate::Profile* profile_;
   std::optional<NcclModel> model_;
+  std::optional<NcclTuner> tuner_;
   std::unique_ptr<Engine> engine_;
   topology::Router router_;
   std::vector<double> capacity_;

@@ -20,6 +20,10 @@ std::size_t idx(HopKind h) {
   return static_cast<std::size_t>(h);
 }
 
+/// NCCL's LL steps within a node cost 1.8 times more when the group spans nodes
+/// (ncclTopoTuneModel: `if (nNodes > 1 && p == NCCL_PROTO_LL) intraLat *= 1.8`).
+constexpr double kLlAcrossNodes = 1.8;
+
 /// Our algorithms take their latency cells from NCCL's Ring (they are built from ring phases
 /// or from NCCL's grouped send/recv over the same transports).
 Algorithm table_algorithm(Algorithm a) {
@@ -158,7 +162,7 @@ double NcclModel::ring_latency_us(CollectiveOp op, Protocol p, const GroupScale&
   const bool all_reduce = op == CollectiveOp::all_reduce;
   const int steps = all_reduce ? 2 * (n - 1) : n - 1;
   const int inter_steps = all_reduce ? (nodes > 1 ? 2 * nodes : 0) : nodes - 1;
-  double intra_lat = hop(intra, ring, p);
+  double intra_lat = hop(intra, ring, p) * (nodes > 1 && p == Protocol::ll ? kLlAcrossNodes : 1.0);
   if (nodes > 1)
     intra_lat = std::max(intra_lat, net_overhead_us_ * (p == Protocol::simple ? 3.0 : 1.0));
   double lat = base(ring, p) + std::max(0, steps - inter_steps) * intra_lat +
@@ -181,8 +185,10 @@ double NcclModel::latency_us(CollectiveOp op, Algorithm a, Protocol p, const Gro
     case Algorithm::ring:
     case Algorithm::hierarchical:  // its phases are costed one by one as rings
       return ring_latency_us(op, p, s, bytes);
-    case Algorithm::tree:
-      return base(a, p) + 2.0 * ((g - 1) * hi + log2_floor(s.nodes) * hn);
+    case Algorithm::tree: {
+      const double intra_lat = hi * (s.nodes > 1 && p == Protocol::ll ? kLlAcrossNodes : 1.0);
+      return base(a, p) + 2.0 * ((g - 1) * intra_lat + log2_floor(s.nodes) * hn);
+    }
     case Algorithm::nvls:
       return hi + (s.nodes > 1 ? hn : 0.0);
     case Algorithm::nvls_tree:
@@ -199,14 +205,17 @@ double NcclModel::latency_us(CollectiveOp op, Algorithm a, Protocol p, const Gro
   return 0;
 }
 
+double NcclModel::tree_correction(Protocol p, double bytes) const {
+  const auto& table = tree_size_factor_[idx(p)];
+  const double chunks = std::floor(bytes / 64.0);
+  const int log_size = chunks >= 1 ? log2_floor(static_cast<int>(std::min(chunks, 1e9))) : 0;
+  return log_size < static_cast<int>(table.size()) ? table[static_cast<std::size_t>(log_size)]
+                                                   : 1.0;
+}
+
 double NcclModel::bandwidth_fraction(Algorithm a, Protocol p, double bytes) const {
   double f = payload_[idx(p)] * factor_[idx(table_algorithm(a))][idx(p)];
-  if (a == Algorithm::tree) {
-    const auto& table = tree_size_factor_[idx(p)];
-    const double chunks = std::floor(bytes / 64.0);
-    const int log_size = chunks >= 1 ? log2_floor(static_cast<int>(std::min(chunks, 1e9))) : 0;
-    if (log_size < static_cast<int>(table.size())) f *= table[static_cast<std::size_t>(log_size)];
-  }
+  if (a == Algorithm::tree) f *= tree_correction(p, bytes);
   return f;
 }
 

@@ -14,6 +14,7 @@
 ///              Multi-node all-reduce with Simple: x ring_plateau_factor once the buffer gives
 ///              every rank of every channel at least 64 B (NCCL's "plateau effect of ring").
 ///   tree       2 ((g-1) hop_nvlink + log2(N) hop_network)      (up the tree and back down)
+///   (across nodes an LL step within a node costs 1.8 hop_nvlink, as NCCL's table has it)
 ///   nvls       hop_nvlink (+ hop_network across nodes)           (no base: one kernel)
 ///   nvls_tree  base + hop_nvlink + 2 log2(N) hop_network
 ///   sharp      base + 2 (min(1, g-1) hop_nvlink + 0.4 (g-1)) + hop_network  (CollNet Direct)
@@ -66,6 +67,9 @@ class NcclModel {
   /// Bus-bandwidth cap, GB/s (infinity when none applies).
   [[nodiscard]] double max_busbw_GBps(CollectiveOp op, Algorithm algorithm, Protocol protocol,
                                       const GroupScale& scale) const;
+  /// NCCL's size correction of a tree's bandwidth (treeCorrectionFactor: powers of two of
+  /// bytes / 64 B), 1 past the table.
+  [[nodiscard]] double tree_correction(Protocol protocol, double bytes) const;
   [[nodiscard]] double payload_efficiency(Protocol protocol) const {
     return payload_[static_cast<std::size_t>(protocol)];
   }

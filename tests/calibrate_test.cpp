@@ -319,12 +319,11 @@ TEST(Profile, BadProfilesNameTheField) {
                   "\"payload_efficiency\": {\n      \"value\": 1.95");
   EXPECT_EQ(error_of([&] { parse_profile(bad_eff, "p.json"); }).field(), "nic.payload_efficiency");
   // The derived 16-bit GEMM rate a fit falls back to is a fraction of peak like the rate itself.
-  ASSERT_TRUE(load_profile("h100-sxm").kernels.gemm16_efficiency_prior.has_value());
   std::string bad_prior = text;
-  const std::size_t at =
-      bad_prior.find("\"value\": ", bad_prior.find("\"gemm16_efficiency_prior\""));
+  const std::size_t at = bad_prior.find("\"kernels\": {");
   ASSERT_NE(at, std::string::npos);
-  bad_prior.insert(at + 9, "1");  // 0.8059 becomes 10.8059
+  bad_prior.insert(at + 12,
+                   "\"gemm16_efficiency_prior\": {\"value\": 10.8059, \"source\": \"test\"}, ");
   EXPECT_EQ(error_of([&] { parse_profile(bad_prior, "p.json"); }).field(),
             "kernels.gemm16_efficiency_prior");
 }

@@ -42,6 +42,9 @@ struct ClusterSpec {
   /// GPU to NIC path through the node's PCIe switch, per direction. PCIe 5.0 x16:
   /// 32 GT/s x 16 lanes x 128/130 encoding / 8 = 63 GB/s.
   double pcie_GBps = 63.0;
+  /// Board power limit of each GPU, W; 0: the profile's reference limit (its measured rates).
+  /// Compute rates scale with the sustained SM clock at this limit (the profile's power_clock).
+  double gpu_power_w = 0.0;
   double pcie_latency_ns = 200.0;
   /// Slurm node states (`sinfo -N -h -o "%N %T"`): drained and down hosts are left out of
   /// placement and of the campaign's spare pool. Empty: every host is up.

@@ -163,9 +163,20 @@ SweepResult run_collective_sweep(const Scenario& scenario, const SweepSpec& spec
   SweepResult result{spec.op, spec.engine, profile.name, spec.nodes, spec.gpus_per_node, {}};
   for (double size : spec.sizes) {
     const auto r = sim.run(op, choice, groups, size);
-    result.rows.push_back({size, core::s_to_us(r.time_s), r.algbw_GBps, r.busbw_GBps,
-                           std::string(netsim::to_text(r.algorithm)),
-                           std::string(netsim::to_text(r.protocol))});
+    SweepRow row{size,
+                 core::s_to_us(r.time_s),
+                 r.algbw_GBps,
+                 r.busbw_GBps,
+                 std::string(netsim::to_text(r.algorithm)),
+                 std::string(netsim::to_text(r.protocol)),
+                 {},
+                 0};
+    if (r.fastest_algorithm && r.fastest_protocol) {
+      row.fastest = fmt::format("{}/{}", netsim::to_text(*r.fastest_algorithm),
+                                netsim::to_text(*r.fastest_protocol));
+      row.fastest_time_us = core::s_to_us(r.fastest_time_s);
+    }
+    result.rows.push_back(std::move(row));
   }
   return result;
 }
@@ -235,6 +246,14 @@ std::string sweep_table(const SweepResult& r) {
   }
   out += fmt::format("# Avg bus bandwidth    : {:.3f}\n",
                      r.rows.empty() ? 0.0 : sum / static_cast<double>(r.rows.size()));
+  // NCCL runs what its own table ranks first, which is not always what runs fastest.
+  for (const auto& row : r.rows)
+    if (!row.fastest.empty())
+      out += fmt::format(
+          "# {:.0f} B: NCCL's tuner picks {}/{} ({:.2f} us); the simulation finds {} faster "
+          "({:.2f} us)\n",
+          row.size_bytes, row.algorithm, row.protocol, row.time_us, row.fastest,
+          row.fastest_time_us);
   return out;
 }
 
@@ -247,12 +266,17 @@ std::string sweep_json(const SweepResult& r) {
   j["profile"] = r.profile;
   auto& rows = j["rows"] = nlohmann::ordered_json::array();
   for (const auto& row : r.rows)
-    rows.push_back({{"size_bytes", row.size_bytes},
-                    {"time_us", row.time_us},
-                    {"algbw_GBps", row.algbw_GBps},
-                    {"busbw_GBps", row.busbw_GBps},
-                    {"algorithm", row.algorithm},
-                    {"protocol", row.protocol}});
+    rows.push_back(
+        {{"size_bytes", row.size_bytes},
+         {"time_us", row.time_us},
+         {"algbw_GBps", row.algbw_GBps},
+         {"busbw_GBps", row.busbw_GBps},
+         {"algorithm", row.algorithm},
+         {"protocol", row.protocol},
+         {"fastest",
+          row.fastest.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(row.fastest)},
+         {"fastest_time_us", row.fastest.empty() ? nlohmann::ordered_json()
+                                                 : nlohmann::ordered_json(row.fastest_time_us)}});
   return j.dump(2) + "\n";
 }
 

@@ -30,6 +30,10 @@ struct SweepRow {
   double busbw_GBps = 0;
   std::string algorithm;
   std::string protocol;
+  /// NCCL's tuner picked algorithm/protocol, and the simulation finds this one faster (else
+  /// empty): "tree/ll128", and its time.
+  std::string fastest;
+  double fastest_time_us = 0;
 };
 
 struct SweepResult {

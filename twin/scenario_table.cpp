@@ -15,6 +15,7 @@
 #include "topology/spec.hpp"
 #include "twin/detail/scenario_fields.hpp"
 #include "twin/detail/schema_entry.hpp"
+#include "workload/host_issue.hpp"
 #include "workload/model.hpp"
 
 namespace twin::sim::detail {
@@ -66,6 +67,12 @@ void cluster(std::vector<Entry>& t) {
   t.push_back(with_default(
       plain("cluster.nvlink_latency_ns", c(&ClusterSpec::nvlink_latency_ns), "ns", at_least(0),
             "GPU-to-GPU NVLink/NVSwitch latency (overrides the profile's)"),
+      "profile"));
+  t.push_back(with_default(
+      plain("cluster.gpu_power_w", c(&ClusterSpec::gpu_power_w), "W", at_least(0),
+            "Board power limit of each GPU (nvidia-smi -pl): GEMM and attention rates scale with "
+            "the sustained SM clock at this limit (the profile's kernels.power_clock: 700 W "
+            "H100/H200 SXM, 400 W A100); 0 is the profile's reference limit"),
       "profile"));
   t.push_back(plain("cluster.pcie_GBps", c(&ClusterSpec::pcie_GBps), "GB/s", positive(),
                     "GPU-to-NIC PCIe bandwidth per direction (PCIe 5.0 x16: 63)"));
@@ -362,6 +369,16 @@ void training(std::vector<Entry>& t) {
                     "profile measures it, else the GPU's flash kernels), the GPU's current flash "
                     "kernels, FlashAttention-2, FlashAttention 1, cuDNN's fused attention, or "
                     "unfused (s^2 scores in HBM)"));
+  t.push_back(plain("training.framework", tr(&TrainingSpec::framework), "",
+                    one_of(workload::framework_names()),
+                    "What issues the kernels: te (Megatron-Core with Transformer Engine), "
+                    "megatron (Megatron-LM), eager (plain PyTorch, FSDP stacks), compiled "
+                    "(torch.compile); each kernel costs the host a measured time to issue "
+                    "(25.4 us eager, 47.3 us compiled), and a chunk of kernels shorter than that "
+                    "runs at the host's pace"));
+  t.push_back(plain("training.cuda_graphs", tr(&TrainingSpec::cuda_graphs), "", kAny,
+                    "The step's kernels replayed from captured CUDA graphs: no per-kernel host "
+                    "cost"));
   t.push_back(plain("training.fused_kernels", tr(&TrainingSpec::fused_kernels), "", kAny,
                     "Fused element-wise kernels (norms, activations, rotary, bias+dropout+add)"));
   t.push_back(plain("training.cross_entropy", tr(&TrainingSpec::cross_entropy), "",

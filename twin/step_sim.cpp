@@ -46,7 +46,8 @@ StepReport simulate_fixed(const Cluster& cluster, const std::string& engine, boo
   const bool placed = !placement.identity();
   const workload::KernelCoster coster = [&] {
     try {
-      return workload::KernelCoster(profile, t.precision, t.attention);
+      return workload::KernelCoster(profile, t.precision, t.attention,
+                                    scenario.cluster.gpu_power_w);
     } catch (const core::Error& e) {
       throw e.in_file(scenario.source);
     }

@@ -36,7 +36,7 @@ const char* to_string(Limiter l) {
 }
 
 KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string& dtype,
-                           const std::string& attention)
+                           const std::string& attention, double power_W)
     : profile_(profile) {
   const auto& k = profile.kernels;
   if (!k.present)
@@ -51,14 +51,37 @@ KernelCoster::KernelCoster(const calibrate::Profile& profile, const std::string&
                       fmt::format("profile '{}' has no GEMM efficiency for this dtype; it has {}",
                                   profile.name, core::quoted_list(names)));
   }
-  peak_ = profile.peak_flops(dtype);
+  if (power_W > 0) {
+    if (!k.power_clock)
+      throw core::Error("cluster.gpu_power_w", fmt::format("{}", power_W),
+                        fmt::format("profile '{}' has no power/clock curve "
+                                    "(kernels.power_clock); leave it 0",
+                                    profile.name));
+    clock_ratio_ = k.power_clock->clock_MHz(power_W) / k.power_clock->reference_clock_MHz.value;
+  }
+  peak_ = profile.peak_flops(dtype) * clock_ratio_;
   eff_ = it->second.value;
   auto bf16 = k.gemm_efficiency.find("bf16");
-  peak16_ = bf16 == k.gemm_efficiency.end() ? peak_ : profile.peak_flops("bf16");
+  peak16_ = bf16 == k.gemm_efficiency.end() ? peak_ : profile.peak_flops("bf16") * clock_ratio_;
   eff16_ = bf16 == k.gemm_efficiency.end() ? eff_ : bf16->second.value;
   sms_ = k.sm_count.value;
   tile_m_ = k.gemm_tile_m.value;
   tile_n_ = k.gemm_tile_n.value;
+  split_k_ = {1};
+  if (k.gemm_tiles) {
+    for (const auto& [tm, tn] : k.gemm_tiles->shapes) {
+      tiles_.emplace_back(tm, tn);
+      if (tm != tn) tiles_.emplace_back(tn, tm);
+    }
+    split_k_.insert(split_k_.end(), k.gemm_tiles->split_k.begin(), k.gemm_tiles->split_k.end());
+    stream_k_ = k.gemm_tiles->stream_k;
+    half_intensity_ = k.gemm_tile_half_intensity.value;
+  } else {
+    const double small = std::min(tile_m_, tile_n_);
+    tiles_ = {{tile_m_, tile_n_}, {tile_n_, tile_m_}, {small, small}};
+  }
+  for (const auto& [tm, tn] : tiles_)
+    ref_intensity_ = std::max(ref_intensity_, tm * tn / (tm + tn));
   k_half_ = k.gemm_k_half.value;
   operand_bytes_ = dtype == "fp8" ? 1.0 : 2.0;
   hbm_Bps_ = k.hbm_achievable_GBps.value * 1e9;
@@ -92,20 +115,39 @@ Kernel KernelCoster::finish(Kernel k, double compute_s, double memory_s) const {
   return k;
 }
 
-double KernelCoster::gemm_compute_s(double m, double n, double k, double batch, bool bf16,
-                                    double sms) const {
+KernelCoster::GemmTime KernelCoster::gemm_compute_s(double m, double n, double k, double batch,
+                                                    bool bf16, double sms) const {
   // Per SM; the profile's efficiency is that of the whole GPU's SM count.
   // The pipeline stages are a fixed number of bytes: K per stage grows as the operands shrink.
   const double k_half = bf16 ? k_half_ : k_half_ * 2.0 / operand_bytes_;
-  const double per_sm = (bf16 ? peak16_ * eff16_ : peak_ * eff_) / sms_ * k / (k + k_half);
-  const double small = std::min(tile_m_, tile_n_);
-  double best = 0;
-  for (auto [tm, tn] :
-       {std::pair{tile_m_, tile_n_}, std::pair{tile_n_, tile_m_}, std::pair{small, small}}) {
+  const double per_sm_peak = (bf16 ? peak16_ * eff16_ : peak_ * eff_) / sms_;
+  // Split-K's slices are no shorter than this: cuBLAS splits long K loops, not short ones.
+  constexpr double kMinSliceK = 256;
+  GemmTime best{0, 0};
+  auto consider = [&](double compute_s, double after_s) {
+    if (best.compute_s == 0 || compute_s + after_s < best.compute_s + best.after_s)
+      best = {compute_s, after_s};
+  };
+  for (const auto& [tm, tn] : tiles_) {
+    const double intensity = tm * tn / (tm + tn);
+    const double f_tile =
+        (1 + half_intensity_ / ref_intensity_) / (1 + half_intensity_ / intensity);
     const double tiles = batch * std::ceil(m / tm) * std::ceil(n / tn);
-    const double waves = std::ceil(tiles / sms);
-    const double t = waves * 2.0 * tm * tn * k / per_sm;
-    if (best == 0 || t < best) best = t;
+    for (int s : split_k_) {
+      const double ks = k / s;
+      if (s > 1 && (ks < kMinSliceK || tiles >= sms)) continue;
+      const double per_sm = per_sm_peak * f_tile * ks / (ks + k_half);
+      const double waves = std::ceil(s * tiles / sms);
+      const double reduce_s = s > 1 ? launch_s_ + (4.0 * s + 2.0) * m * n * batch / hbm_Bps_ : 0.0;
+      consider(waves * 2.0 * tm * tn * ks / per_sm, reduce_s);
+    }
+    if (stream_k_ && tiles > sms) {
+      // Every SM takes an equal share of all tiles' K iterations; the tiles it shares with
+      // another SM go through one fp32 partial written and read back.
+      const double per_sm = per_sm_peak * f_tile * k / (k + k_half);
+      const double fixup_s = 2.0 * 4.0 * tm * tn / (hbm_Bps_ / sms);
+      consider(tiles * 2.0 * tm * tn * k / (sms * per_sm) + fixup_s, 0.0);
+    }
   }
   return best;
 }
@@ -128,7 +170,10 @@ Kernel KernelCoster::gemm(const std::string& name, double m, double n, double k,
   out.flops = 2.0 * m * n * k * batch;
   out.bytes = ((m * k + k * n) * (bf16 ? 2.0 : operand_bytes_) + m * n * 2.0) * batch;
   if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return finish(out, 0, 0);
-  return finish(out, gemm_compute_s(m, n, k, batch, bf16, sms_), out.bytes / hbm_Bps_);
+  const GemmTime t = gemm_compute_s(m, n, k, batch, bf16, sms_);
+  out = finish(out, t.compute_s, out.bytes / hbm_Bps_);
+  out.time_s += t.after_s;
+  return out;
 }
 
 Kernel KernelCoster::split_gemm(const std::string& name, double m, double n, double k, int chunks,
@@ -148,10 +193,10 @@ Kernel KernelCoster::split_gemm(const std::string& name, double m, double n, dou
   out.bytes = chunks * chunk_bytes;
   if (!(m > 0 && n > 0 && k > 0)) return finish(out, 0, 0);
   const double sms = std::max(1.0, sms_ - reserved_sms);
-  const Kernel one =
-      finish(Kernel{}, gemm_compute_s(mc, n, k, 1, bf16, sms), chunk_bytes / hbm_Bps_);
+  const GemmTime t = gemm_compute_s(mc, n, k, 1, bf16, sms);
+  const Kernel one = finish(Kernel{}, t.compute_s, chunk_bytes / hbm_Bps_);
   out.limiter = one.limiter;
-  out.time_s = chunks * one.time_s;
+  out.time_s = chunks * (one.time_s + t.after_s);
   return out;
 }
 
@@ -180,8 +225,8 @@ Kernel KernelCoster::flash_attention(const std::string& name, bool forward, doub
   out.flops = forward ? fwd : 2.5 * fwd;
   // Q, K, V and O (and their gradients backward) stream through HBM once.
   out.bytes = batch_heads * (s_q + s_k) * (head_dim + dv) * 2.0 * (forward ? 1.0 : 2.0);
-  const double rate =
-      table.tflops(forward, std::max(head_dim, dv), band ? window : table_seq) * 1e12;
+  const double rate = table.tflops(forward, std::max(head_dim, dv), band ? window : table_seq) *
+                      1e12 * clock_ratio_;
   return finish(out, out.flops / rate, out.bytes / hbm_Bps_);
 }
 

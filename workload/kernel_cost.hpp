@@ -5,12 +5,25 @@
 /// Every kernel: t = t_launch + max(t_compute, t_memory); the limiter is the largest of the three
 /// terms (t_launch = kernels.launch_overhead_us, the measured start-up of back-to-back kernels).
 ///
-/// GEMM (M x K) x (K x N), `batch` independent products, dtype d:
-///   for each candidate CTA tile (tm x tn) in {tile_m x tile_n, tile_n x tile_m, min x min}:
+/// GEMM (M x K) x (K x N), `batch` independent products, dtype d, as cuBLAS runs it: the library
+/// holds kernels of several CTA tiles and may split K; its heuristic picks one, modelled as the
+/// fastest of the profile's set (kernels.gemm_tiles: on Hopper the tiles cuBLAS 13 was seen
+/// running on an H200, bench/gpu/gemm_kernel_choice.py; on Ampere cuBLAS's
+/// ampere_bf16_s16816gemm tiles). For each tile (tm x tn), each also transposed, and each split
+/// s of K (1 and kernels.gemm_tiles.split_k, the slices no shorter than 256):
 ///     tiles = batch ceil(M / tm) ceil(N / tn)           (tile quantization)
-///     waves = ceil(tiles / SMs)                          (wave quantization on the real SM count)
-///     t_compute = waves x 2 tm tn K / (peak_d / SMs x eff_d x K / (K + k_half_d))
-///   the fastest candidate (cuBLAS's heuristics choose among tile shapes); eff_d is
+///     waves = ceil(s tiles / SMs)                        (wave quantization on the real SM count)
+///     f_tile = (1 + i0 / I_ref) / (1 + i0 / I),  I = tm tn / (tm + tn)
+///              (a tile's operand reuse: it loads tm + tn elements per K step for tm tn MACs,
+///              so small tiles starve the tensor cores; i0 = gemm_tile_half_intensity, I_ref the
+///              set's largest I, so f_tile = 1 on the large tiles eff_d was measured on)
+///     t_compute = waves x 2 tm tn (K/s) / (peak_d / SMs x eff_d x f_tile x (K/s) / (K/s +
+///     k_half_d)) split-K adds cuBLAS's reduction kernel (splitKreduce): a start-up and s fp32
+///     partials read and the 16-bit output written, (4 s + 2) M N bytes at hbm_achievable.
+///   Stream-K (where kernels.gemm_tiles.stream_k): the tiles' K iterations spread evenly over
+///     the SMs, no wave quantization, each SM writing and reading back one fp32 partial tile.
+///   Without kernels.gemm_tiles: {tile_m x tile_n, tile_n x tile_m, min x min}, f_tile = 1, no
+///   split. The fastest candidate is taken; eff_d is
 ///   kernels.gemm_efficiency[d], derived from a measured large GEMM, or fitted on published runs
 ///   where the GPU has no sustained measurement in that dtype (H100 16-bit:
 ///   twin/validation_fit.hpp); and
@@ -23,8 +36,8 @@
 ///   t_memory = (M K + K N) bytes_d + M N 2 bytes (bf16 output) over hbm_achievable.
 ///   Split into c chunks along M on SMs - r SMs (communication-overlapped GEMMs):
 ///   t = c (t_launch + max(t_compute(M / c; SMs - r), t_memory(M / c))).
-///   Not modelled: split-K and stream-K, which cuBLAS may choose when a GEMM has fewer tiles
-///   than SMs; such GEMMs (the chunks of a small model's TP GEMMs) may be costed slow.
+///   Measured on an H200 (CUDA graphs, bench/gpu/gemm_graph_times.py): a 2048-row GEMM costs
+///   1.10-1.40x in eight 256-row chunks; the model gives 1.05-2.0x on the same five shapes.
 ///
 /// Flash attention (causal): executed FLOPs per head and sequence 2 s_q s_k (d + d_v) forward
 ///   (4 s_q s_k d when value heads are as wide as query/key heads; halved by the mask), backward
@@ -51,6 +64,8 @@
 ///   not.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "calibrate/profile.hpp"
 
@@ -87,8 +102,12 @@ class KernelCoster {
   /// `attention`: auto (Transformer Engine's choice: cudnn where the profile measures it, else
   /// flash), one of calibrate::attention_kernels() or unfused; a kind the profile has no table
   /// for, or an unknown one, throws core::Error naming training.attention.
+  /// `power_W` > 0: the GPU's board power limit; GEMM and attention rates scale with the
+  /// sustained SM clock there against the clock they were measured at (kernels.power_clock; a
+  /// profile without one, or a limit outside the part's range, throws naming
+  /// cluster.gpu_power_w). Memory-bound kernels keep their rate: HBM's clock does not follow.
   KernelCoster(const calibrate::Profile& profile, const std::string& dtype,
-               const std::string& attention = "auto");
+               const std::string& attention = "auto", double power_W = 0);
 
   /// (m x k) x (k x n), `batch` times; the operand dtype is the coster's.
   /// `bf16`: run in BF16 whatever the coster's dtype (FP8 recipes keep the output layer in BF16).
@@ -119,6 +138,8 @@ class KernelCoster {
   [[nodiscard]] Kernel stream(const std::string& name, double bytes, int launches) const;
 
   [[nodiscard]] double launch_s() const { return launch_s_; }
+  /// Sustained SM clock at the power limit over the clock the rates were measured at.
+  [[nodiscard]] double clock_ratio() const { return clock_ratio_; }
   /// The STREAM rate (GEMM and attention rooflines, the HBM traffic NCCL adds).
   [[nodiscard]] double hbm_Bps() const { return hbm_Bps_; }
   /// The rate of memory-bound kernels: hbm_Bps x memory_bound_efficiency.
@@ -137,15 +158,23 @@ class KernelCoster {
                                 double memory_s_each) const;
   /// When autograd saves a GEMM's operands: before it runs (PyTorch's mm) or after (FP8).
   [[nodiscard]] Kernel::Saves saves_of_gemm(bool bf16) const;
-  /// The compute term of a GEMM on `sms` SMs.
-  [[nodiscard]] double gemm_compute_s(double m, double n, double k, double batch, bool bf16,
-                                      double sms) const;
+  /// A GEMM's compute term on `sms` SMs, and the time of the kernel that follows it (split-K's
+  /// reduction; 0 without split).
+  struct GemmTime {
+    double compute_s = 0, after_s = 0;
+  };
+  [[nodiscard]] GemmTime gemm_compute_s(double m, double n, double k, double batch, bool bf16,
+                                        double sms) const;
   const calibrate::Profile& profile_;
   const calibrate::AttentionTable* flash_ = nullptr;
   std::string attention_;
   double peak16_ = 0, eff16_ = 0;  // BF16, for GEMMs an FP8 recipe keeps in BF16
   double peak_ = 0, eff_ = 0, sms_ = 0, tile_m_ = 0, tile_n_ = 0, k_half_ = 0;
-  double operand_bytes_ = 2, hbm_Bps_ = 0, memory_Bps_ = 0, launch_s_ = 0;
+  std::vector<std::pair<double, double>> tiles_;  ///< every candidate, transposes included
+  std::vector<int> split_k_;                      ///< 1 and the library's split factors
+  bool stream_k_ = false;
+  double half_intensity_ = 0, ref_intensity_ = 1;
+  double operand_bytes_ = 2, hbm_Bps_ = 0, memory_Bps_ = 0, launch_s_ = 0, clock_ratio_ = 1;
 };
 
 }  // namespace twin::workload

@@ -94,6 +94,13 @@ struct TrainingSpec {
   /// parameter all-gather with the next forward).
   std::string attention = "auto";
   bool fused_kernels = true;
+  /// What issues the kernels from the host, and at what CPU cost per kernel
+  /// (workload/host_issue.hpp): "te" (Megatron-Core with Transformer Engine), "megatron"
+  /// (Megatron-LM without it), "eager" (plain PyTorch modules, FSDP stacks), "compiled"
+  /// (torch.compile's Inductor).
+  std::string framework = "te";
+  /// The step's kernels replayed from captured CUDA graphs: no per-kernel host cost.
+  bool cuda_graphs = false;
   /// The loss over the vocabulary: "fused" (one pass over the bf16 logits that writes the
   /// gradient in place: Transformer Engine's parallel_cross_entropy, apex / flash-attn
   /// xentropy), "unfused" (the logits cast to fp32 and softmaxed op by op, the fp32 softmax kept

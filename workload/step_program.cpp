@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "workload/detail/layer_blocks.hpp"
+#include "workload/host_issue.hpp"
 
 namespace twin::workload {
 namespace {
@@ -181,6 +182,23 @@ ChunkProgram chunk_program(const ModelSpec& model, const ParallelismSpec& p, con
     // core, which has none.
     if (b.reruns_forward) c.recompute_tp_collectives += b.count * b.tp_collectives;
   }
+  // The device waits where the host issues kernels slower than they run: forward in block
+  // order, backward (recompute first, then the gradients) in reverse.
+  if (const double host_s = host_issue_s(t); host_s > 0) {
+    std::vector<const Kernel*> fwd, bwd;
+    for (const auto& b : c.blocks)
+      for (int i = 0; i < b.count; ++i)
+        for (const auto& k : b.forward) fwd.push_back(&k);
+    for (auto it = c.blocks.rbegin(); it != c.blocks.rend(); ++it)
+      for (int i = 0; i < it->count; ++i) {
+        for (const auto& k : it->recompute) bwd.push_back(&k);
+        for (const auto& k : it->backward) bwd.push_back(&k);
+      }
+    c.host_wait_forward_s = host_wait_s(fwd, host_s);
+    c.host_wait_backward_s = host_wait_s(bwd, host_s);
+    c.forward_s += c.host_wait_forward_s;
+    c.backward_s += c.host_wait_backward_s;
+  }
   c.tp_bytes = x.T * x.h * 2.0;
   c.ep_bytes = model.moe() ? x.T / x.tp * model.top_k * model.capacity_factor * x.h * 2.0 : 0.0;
   c.cp_bytes = 2.0 * x.T * x.kv / x.tp * 2.0;
@@ -232,6 +250,7 @@ KernelClassTimes kernel_class_times(const ChunkProgram& chunk) {
                                                       : t.memory;
         into += b.count * k.time_s;
       }
+  t.launch += chunk.host_wait_forward_s + chunk.host_wait_backward_s;
   return t;
 }
 

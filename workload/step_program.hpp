@@ -126,12 +126,15 @@ struct ChunkProgram {
   double moe_expert_forward_s = 0, moe_other_forward_s = 0;
   double moe_expert_backward_s = 0, moe_other_backward_s = 0;
   int kernels_per_microbatch = 0;
+  /// Of forward_s and backward_s, the time the device waits for the host to issue kernels
+  /// (workload/host_issue.hpp): 0 when every kernel outlasts its issue.
+  double host_wait_forward_s = 0, host_wait_backward_s = 0;
 };
 
 /// A chunk's kernel time per micro-batch (forward, backward and recompute, every block times its
 /// count) by what limits it: GEMMs (tensor-core kernels outside attention), the attention core,
-/// memory-bound kernels and kernels at their launch floor. The four add up to forward_s +
-/// backward_s.
+/// memory-bound kernels and kernels at their launch floor (with the device's wait for the host,
+/// which is launch-bound too). The four add up to forward_s + backward_s.
 struct KernelClassTimes {
   double gemm = 0, attention = 0, memory = 0, launch = 0;
   [[nodiscard]] double total() const { return gemm + attention + memory + launch; }
